@@ -1,0 +1,35 @@
+#include "CShims.h"
+
+/* Each function forwards one typed argument to a variadic C call (see CShims.h). */
+
+CURLcode xh_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+CURLcode xh_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+CURLcode xh_easy_setopt_ptr(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+CURLcode xh_easy_setopt_str(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+CURLcode xh_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+CURLcode xh_easy_setopt_share(CURL *h, CURLoption o, CURLSH *v) { return curl_easy_setopt(h, o, v); }
+CURLcode xh_easy_setopt_write_cb(CURL *h, CURLoption o, curl_write_callback cb) { return curl_easy_setopt(h, o, cb); }
+CURLcode xh_easy_setopt_read_cb(CURL *h, CURLoption o, curl_read_callback cb) { return curl_easy_setopt(h, o, cb); }
+CURLcode xh_easy_setopt_xferinfo_cb(CURL *h, CURLoption o, curl_xferinfo_callback cb) { return curl_easy_setopt(h, o, cb); }
+CURLcode xh_easy_setopt_opensocket_cb(CURL *h, CURLoption o, curl_opensocket_callback cb) { return curl_easy_setopt(h, o, cb); }
+CURLcode xh_easy_setopt_closesocket_cb(CURL *h, CURLoption o, curl_closesocket_callback cb) { return curl_easy_setopt(h, o, cb); }
+CURLcode xh_easy_setopt_sockopt_cb(CURL *h, CURLoption o, curl_sockopt_callback cb) { return curl_easy_setopt(h, o, cb); }
+CURLcode xh_easy_setopt_debug_cb(CURL *h, CURLoption o, curl_debug_callback cb) { return curl_easy_setopt(h, o, cb); }
+
+CURLcode xh_easy_getinfo_long(CURL *h, CURLINFO i, long *out) { return curl_easy_getinfo(h, i, out); }
+CURLcode xh_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *out) { return curl_easy_getinfo(h, i, out); }
+CURLcode xh_easy_getinfo_double(CURL *h, CURLINFO i, double *out) { return curl_easy_getinfo(h, i, out); }
+CURLcode xh_easy_getinfo_str(CURL *h, CURLINFO i, char **out) { return curl_easy_getinfo(h, i, out); }
+CURLcode xh_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out) { return curl_easy_getinfo(h, i, out); }
+CURLcode xh_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *out) { return curl_easy_getinfo(h, i, out); }
+
+CURLMcode xh_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+CURLMcode xh_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+CURLMcode xh_multi_setopt_socket_cb(CURLM *m, CURLMoption o, curl_socket_callback cb) { return curl_multi_setopt(m, o, cb); }
+CURLMcode xh_multi_setopt_timer_cb(CURLM *m, CURLMoption o, curl_multi_timer_callback cb) { return curl_multi_setopt(m, o, cb); }
+
+CURLSHcode xh_share_setopt_long(CURLSH *s, CURLSHoption o, long v) { return curl_share_setopt(s, o, v); }
+CURLSHcode xh_share_setopt_ptr(CURLSH *s, CURLSHoption o, void *v) { return curl_share_setopt(s, o, v); }
+
+int xh_yajl_config(yajl_handle h, yajl_option o, int v) { return yajl_config(h, o, v); }
+int xh_yajl_gen_config(yajl_gen g, yajl_gen_option o, int v) { return yajl_gen_config(g, o, v); }

@@ -1,0 +1,51 @@
+#ifndef XHRPC_CSHIMS_H
+#define XHRPC_CSHIMS_H
+
+#include <curl/curl.h>
+#include <yajl/yajl_parse.h>
+#include <yajl/yajl_gen.h>
+
+/* Typed, non-variadic doors to C calls that Swift cannot make: curl's setopt/getinfo
+ * family and yajl's config calls are variadic. Inside a wrapper curl's compile-time type
+ * check is gone, so the Swift side must pick the wrapper that matches the option's type
+ * (long, curl_off_t, pointer or string, or one of the callback types). No logic here. */
+
+/* curl_easy_setopt, one per argument type. */
+CURLcode xh_easy_setopt_long(CURL *h, CURLoption o, long v);
+CURLcode xh_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v);
+CURLcode xh_easy_setopt_ptr(CURL *h, CURLoption o, void *v);
+CURLcode xh_easy_setopt_str(CURL *h, CURLoption o, const char *v);
+CURLcode xh_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v);
+CURLcode xh_easy_setopt_share(CURL *h, CURLoption o, CURLSH *v);
+/* The callback types curl_easy_setopt takes. */
+CURLcode xh_easy_setopt_write_cb(CURL *h, CURLoption o, curl_write_callback cb);
+CURLcode xh_easy_setopt_read_cb(CURL *h, CURLoption o, curl_read_callback cb);
+CURLcode xh_easy_setopt_xferinfo_cb(CURL *h, CURLoption o, curl_xferinfo_callback cb);
+CURLcode xh_easy_setopt_opensocket_cb(CURL *h, CURLoption o, curl_opensocket_callback cb);
+CURLcode xh_easy_setopt_closesocket_cb(CURL *h, CURLoption o, curl_closesocket_callback cb);
+CURLcode xh_easy_setopt_sockopt_cb(CURL *h, CURLoption o, curl_sockopt_callback cb);
+CURLcode xh_easy_setopt_debug_cb(CURL *h, CURLoption o, curl_debug_callback cb);
+
+/* curl_easy_getinfo, one per result type. */
+CURLcode xh_easy_getinfo_long(CURL *h, CURLINFO i, long *out);
+CURLcode xh_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *out);
+CURLcode xh_easy_getinfo_double(CURL *h, CURLINFO i, double *out);
+CURLcode xh_easy_getinfo_str(CURL *h, CURLINFO i, char **out);
+CURLcode xh_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out);
+CURLcode xh_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *out);
+
+/* curl_multi_setopt. */
+CURLMcode xh_multi_setopt_long(CURLM *m, CURLMoption o, long v);
+CURLMcode xh_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v);
+CURLMcode xh_multi_setopt_socket_cb(CURLM *m, CURLMoption o, curl_socket_callback cb);
+CURLMcode xh_multi_setopt_timer_cb(CURLM *m, CURLMoption o, curl_multi_timer_callback cb);
+
+/* curl_share_setopt. */
+CURLSHcode xh_share_setopt_long(CURLSH *s, CURLSHoption o, long v);
+CURLSHcode xh_share_setopt_ptr(CURLSH *s, CURLSHoption o, void *v);
+
+/* yajl_config and yajl_gen_config take one int (or a pointer for the indent string). */
+int xh_yajl_config(yajl_handle h, yajl_option o, int v);
+int xh_yajl_gen_config(yajl_gen g, yajl_gen_option o, int v);
+
+#endif

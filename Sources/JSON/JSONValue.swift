@@ -1,0 +1,96 @@
+/// A JSON value as the wire carries it. Integers that fit in 64 bits stay exact
+/// (`.int`); every other number is a `.double`. Objects keep their members in the order
+/// they were written, so what the server writes reads as the code built it.
+public enum JSONValue: Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+}
+
+/// An ordered JSON object. Lookups are linear: protocol objects have a handful of
+/// members, and order matters more here than asymptotics. A key set twice keeps one
+/// member, with the last value, at the first one's place.
+public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
+    public private(set) var members: [(key: String, value: JSONValue)]
+
+    public init() { members = [] }
+
+    public init(_ members: [(String, JSONValue)]) {
+        self.members = []
+        self.members.reserveCapacity(members.count)
+        for (k, v) in members { self[k] = v }
+    }
+
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self.init(elements) }
+
+    public var count: Int { members.count }
+    public var keys: [String] { members.map(\.key) }
+
+    /// Reading a missing key gives nil; writing nil removes the member.
+    public subscript(key: String) -> JSONValue? {
+        get {
+            for m in members where m.key == key { return m.value }
+            return nil
+        }
+        set {
+            if let i = members.firstIndex(where: { $0.key == key }) {
+                if let newValue { members[i].value = newValue } else { members.remove(at: i) }
+            } else if let newValue {
+                members.append((key, newValue))
+            }
+        }
+    }
+
+    /// Objects are equal when they hold the same keys with equal values, in any order.
+    public static func == (a: JSONObject, b: JSONObject) -> Bool {
+        guard a.count == b.count else { return false }
+        for m in a.members where b[m.key] != m.value { return false }
+        return true
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
+}
+
+extension JSONValue {
+    public var isNull: Bool { if case .null = self { return true } else { return false } }
+    public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
+    public var objectValue: JSONObject? { if case .object(let o) = self { return o } else { return nil } }
+
+    /// An exact integer: `.int`, or a `.double` with no fractional part that fits.
+    public var int64Value: Int64? {
+        switch self {
+        case .int(let i): return i
+        case .double(let d) where d.rounded() == d && abs(d) < 9.2e18: return Int64(d)
+        default: return nil
+        }
+    }
+
+    /// Any number as a double.
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+
+    /// Member of an object, nil for anything else.
+    public subscript(key: String) -> JSONValue? { objectValue?[key] }
+}
