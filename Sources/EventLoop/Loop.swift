@@ -11,6 +11,17 @@ import CUV
 public final class Loop {
     public let raw: UnsafeMutablePointer<uv_loop_t>
 
+    /// The size of `readBuffer`: libuv suggests 64 KiB per read and reads at most that.
+    static let readBufferSize = 64 * 1024
+
+    /// Scratch space every `Stream` of this loop reads into. One buffer per loop is enough:
+    /// the bytes of a read are only valid during its callback, and libuv runs one callback
+    /// at a time on the loop's thread (`uv_run` must not be re-entered from a callback), so
+    /// no two reads can use it at once. Freed in `deinit`, after the last callback.
+    let readBuffer: UnsafeMutableRawPointer
+
+    private var isClosed = false
+
     public init() throws {
         raw = .allocate(capacity: 1)
         let rc = uv_loop_init(raw)
@@ -18,6 +29,11 @@ public final class Loop {
             raw.deallocate()
             throw UVError(rc, "uv_loop_init")
         }
+        readBuffer = .allocate(byteCount: Loop.readBufferSize, alignment: 16)
+    }
+
+    deinit {
+        readBuffer.deallocate()
     }
 
     /// Runs until there is nothing left to do or `stop()` is called.
@@ -56,10 +72,13 @@ public final class Loop {
     }
 
     /// Closes the loop. Fails with EBUSY, naming the handles left, if any is still
-    /// open: close them and run the loop first.
+    /// open: close them and run the loop first. A second call does nothing (the first
+    /// one freed the loop; calling `uv_loop_close` again would read freed memory).
     public func close() throws {
+        guard !isClosed else { return }
         let rc = uv_loop_close(raw)
         if rc < 0 { throw UVError(rc, "uv_loop_close (handles left: \(handleNames().joined(separator: ", ")))") }
+        isClosed = true
         raw.deallocate()
     }
 }
@@ -127,9 +146,13 @@ open class UVHandle {
     /// Hook for subclasses: drop callbacks that would otherwise form cycles.
     open func willClose() {}
 
-    /// Whether this handle keeps the loop alive (`uv_ref` / `uv_unref`).
+    /// Whether this handle keeps the loop alive (`uv_ref` / `uv_unref`). A closed handle
+    /// reads as false and ignores writes: its memory may already be freed.
     public var keepsLoopAlive: Bool {
-        get { uv_has_ref(uvHandle) != 0 }
-        set { if newValue { uv_ref(uvHandle) } else { uv_unref(uvHandle) } }
+        get { !isClosed && uv_has_ref(uvHandle) != 0 }
+        set {
+            guard !isClosed else { return }
+            if newValue { uv_ref(uvHandle) } else { uv_unref(uvHandle) }
+        }
     }
 }

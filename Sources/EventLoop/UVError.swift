@@ -21,3 +21,14 @@ public struct UVError: Error, CustomStringConvertible, Equatable, Sendable {
         if code < 0 { throw UVError(code, operation()) }
     }
 }
+
+/// libuv's error codes as the plain negative `Int32`s its functions return, for the few
+/// this module produces or tests for itself. (`uv_errno_t` imports as a struct; spelling
+/// `.rawValue` at every use would hide the intent.)
+enum UVErrorCode {
+    static let eof = UV_EOF.rawValue
+    static let einval = UV_EINVAL.rawValue
+    static let ebadf = UV_EBADF.rawValue
+    static let ecanceled = UV_ECANCELED.rawValue
+    static let enotconn = UV_ENOTCONN.rawValue
+}

@@ -1,0 +1,76 @@
+import Testing
+@testable import EventLoop
+
+/// A client that sends its request and then shuts down its write side still gets its
+/// reply: the server sees the data, then EOF, then answers, then half-closes too.
+@Test func halfClosedClientStillGetsItsReply() throws {
+    let harness = try LoopHarness()
+    let listener = harness.track(try Listener.tcp(loop: harness.loop, host: "127.0.0.1", port: 0))
+    let port = try #require(listener.boundPort)
+
+    let request = Array(#"{"jsonrpc":"2.0","method":"sum","params":[1,2],"id":7}"#.utf8)
+    let reply = Array(#"{"jsonrpc":"2.0","result":3,"id":7}"#.utf8)
+    var serverEvents: [String] = []
+    var serverReceived: [UInt8] = []
+    var serverShutdownResult: UVError?? = .none
+
+    try listener.listen { result in
+        guard case .success(let connection) = result else {
+            Issue.record("accept failed: \(result)")
+            return harness.finish()
+        }
+        harness.track(connection)
+        harness.attempt("server startReading") {
+            try connection.startReading { event in
+                switch event {
+                case .data(let bytes):
+                    serverEvents.append("data")
+                    serverReceived += bytes
+                case .eof:
+                    serverEvents.append("eof")
+                    // The request is complete only now; answer, then half-close.
+                    connection.write(reply)
+                    connection.shutdown { serverShutdownResult = .some($0) }
+                case .error(let error):
+                    serverEvents.append("error \(error.name)")
+                    harness.finish()
+                }
+            }
+        }
+    }
+
+    var clientReceived: [UInt8] = []
+    var clientSawEOF = false
+    var clientShutdownResult: UVError?? = .none
+    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
+        guard case .success(let client) = result else {
+            Issue.record("connect failed: \(result)")
+            return harness.finish()
+        }
+        harness.track(client)
+        harness.attempt("client startReading") {
+            try client.startReading { event in
+                switch event {
+                case .data(let bytes): clientReceived += bytes
+                case .eof:
+                    clientSawEOF = true
+                    harness.finish()
+                case .error(let error):
+                    Issue.record("client read error: \(error)")
+                    harness.finish()
+                }
+            }
+        }
+        client.write(request)
+        client.shutdown { clientShutdownResult = .some($0) }
+        client.write(Array("ignored after shutdown".utf8))
+    }
+
+    try harness.run()
+    #expect(serverReceived == request)
+    #expect(serverEvents.last == "eof")
+    #expect(clientReceived == reply)
+    #expect(clientSawEOF)
+    #expect(clientShutdownResult == .some(nil))
+    #expect(serverShutdownResult == .some(nil))
+}

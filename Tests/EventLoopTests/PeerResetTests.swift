@@ -1,0 +1,58 @@
+import Testing
+@testable import EventLoop
+
+/// When the peer resets the connection while the server still has megabytes queued,
+/// the write error is reported exactly once through `onWriteError`; later writes are
+/// ignored and `pendingWriteBytes` reads 0.
+@Test func peerResetWhileWritingReportsOnce() throws {
+    let harness = try LoopHarness()
+    let listener = harness.track(try Listener.tcp(loop: harness.loop, host: "127.0.0.1", port: 0))
+    let port = try #require(listener.boundPort)
+
+    var server: Stream?
+    var client: Stream?
+    var errors: [UVError] = []
+    var pendingAfterError = -1
+    var drains = 0
+
+    func proceed() {
+        guard let server, let client else { return }
+        server.onDrain = { drains += 1 }
+        server.onWriteError = { error in
+            errors.append(error)
+            server.write(Array("after the error".utf8))
+            pendingAfterError = server.pendingWriteBytes
+            harness.finish()
+        }
+        server.write(patternBytes(8 << 20))  // more than the socket buffers hold
+        #expect(server.pendingWriteBytes > 0)
+        // The client closes with unread bytes in its receive queue, so its kernel answers
+        // with a reset rather than a FIN.
+        client.close()
+    }
+
+    try listener.listen { result in
+        guard case .success(let connection) = result else {
+            Issue.record("accept failed: \(result)")
+            return harness.finish()
+        }
+        harness.track(connection)
+        server = connection
+        proceed()
+    }
+    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
+        guard case .success(let connection) = result else {
+            Issue.record("connect failed: \(result)")
+            return harness.finish()
+        }
+        harness.track(connection)
+        client = connection
+        proceed()
+    }
+
+    try harness.run()
+    #expect(errors.count == 1)
+    #expect(["ECONNRESET", "EPIPE"].contains(errors.first?.name ?? "none"), "got \(errors)")
+    #expect(pendingAfterError == 0)
+    #expect(drains == 0)
+}

@@ -1,0 +1,103 @@
+import Testing
+@testable import EventLoop
+
+/// Writes after `close()` are ignored: the peer gets exactly what was written before,
+/// then EOF, and `pendingWriteBytes` reads 0.
+@Test func writesAfterCloseAreIgnored() throws {
+    let harness = try LoopHarness()
+    let listener = harness.track(try Listener.tcp(loop: harness.loop, host: "127.0.0.1", port: 0))
+    let port = try #require(listener.boundPort)
+
+    var pendingAfterClose = -1
+    try listener.listen { result in
+        guard case .success(let connection) = result else {
+            Issue.record("accept failed: \(result)")
+            return harness.finish()
+        }
+        connection.write(Array("hello".utf8))  // small: the kernel takes it at once
+        connection.close()
+        connection.write(Array(" world".utf8))
+        connection.write(patternBytes(1 << 20))
+        pendingAfterClose = connection.pendingWriteBytes
+        connection.setNoDelay(false)
+        _ = connection.peerDescription
+    }
+
+    var received: [UInt8] = []
+    var sawEOF = false
+    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
+        guard case .success(let client) = result else {
+            Issue.record("connect failed: \(result)")
+            return harness.finish()
+        }
+        harness.track(client)
+        harness.attempt("client startReading") {
+            try client.startReading { event in
+                switch event {
+                case .data(let bytes): received += bytes
+                case .eof:
+                    sawEOF = true
+                    harness.finish()
+                case .error(let error):
+                    Issue.record("client read error: \(error)")
+                    harness.finish()
+                }
+            }
+        }
+    }
+
+    try harness.run()
+    #expect(received == Array("hello".utf8))
+    #expect(sawEOF)
+    #expect(pendingAfterClose == 0)
+}
+
+/// Closing a stream while a `uv_write` is in flight discards the queued bytes: libuv
+/// cancels the request (ECANCELED) during the close, which must neither crash, touch
+/// freed memory, nor be reported as a write error or a drain.
+@Test func closingWithAWriteInFlightDiscardsIt() throws {
+    let harness = try LoopHarness()
+    let listener = harness.track(try Listener.tcp(loop: harness.loop, host: "127.0.0.1", port: 0))
+    let port = try #require(listener.boundPort)
+
+    var server: Stream?
+    var client: Stream?
+    var pendingBeforeClose = 0
+    var pendingAfterClose = -1
+    var callbacksAfterClose = 0
+
+    func proceed() {
+        guard let server, client != nil else { return }
+        server.onWriteError = { _ in callbacksAfterClose += 1 }
+        server.onDrain = { callbacksAfterClose += 1 }
+        server.write(patternBytes(8 << 20))  // the client never reads: most of it queues
+        server.write(Array("and more".utf8))
+        pendingBeforeClose = server.pendingWriteBytes
+        server.close { harness.finish() }
+        pendingAfterClose = server.pendingWriteBytes
+        server.write(Array("after".utf8))
+    }
+
+    try listener.listen { result in
+        guard case .success(let connection) = result else {
+            Issue.record("accept failed: \(result)")
+            return harness.finish()
+        }
+        server = connection
+        proceed()
+    }
+    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
+        guard case .success(let connection) = result else {
+            Issue.record("connect failed: \(result)")
+            return harness.finish()
+        }
+        harness.track(connection)
+        client = connection
+        proceed()
+    }
+
+    try harness.run()
+    #expect(pendingBeforeClose > 0)
+    #expect(pendingAfterClose == 0)
+    #expect(callbacksAfterClose == 0)
+}
