@@ -27,6 +27,12 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
 
     public init(dictionaryLiteral elements: (String, JSONValue)...) { self.init(elements) }
 
+    /// Adopts members whose keys are already distinct, skipping the per-member search of
+    /// `init(_:)`. The decoder removes duplicate keys itself first (`YajlValueParser`), so
+    /// an object of n members from the wire costs O(n) instead of O(n²): a client cannot
+    /// stall the loop with one huge object.
+    init(distinctMembers: [(key: String, value: JSONValue)]) { self.members = distinctMembers }
+
     public var count: Int { members.count }
     public var keys: [String] { members.map(\.key) }
 
@@ -53,6 +59,8 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
     }
 }
 
+// Beware: as ExpressibleByNilLiteral, `flag ? nil : value` in a `JSONValue?` context
+// means `.null`, not `Optional.none`; spell `Optional<JSONValue>.none` there.
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral

@@ -1,0 +1,303 @@
+import CShims
+import CYajl
+
+/// One yajl parser handle and the `JSONValue`s its callbacks build.
+///
+/// yajl reports tokens through C callbacks; this object is their context. It keeps a
+/// stack of the containers being filled (the depth is the stack's height), and every time
+/// a value completes at depth 0 it records the value together with how far into the
+/// current `parse` call's input yajl had read at that moment. `JSONStreamDecoder` uses
+/// those end offsets for its size limit; `JSON.decode` just takes the one value.
+///
+/// yajl cannot continue after an error, so `reset()` frees the handle and the next
+/// `parse` makes a new one. The partly built value is dropped with it.
+final class YajlValueParser {
+    /// How deeply arrays and objects may nest. yajl's own parser has no limit, but a
+    /// value nested a million deep would overflow the Swift stack when it is compared,
+    /// encoded or even destroyed, so this layer refuses it as a parse error. 512 is far
+    /// beyond any protocol message and what swift-foundation's JSONDecoder allows too.
+    static let maxDepth = 512
+
+    /// The outcome of one `parse` or `complete` call.
+    enum Outcome {
+        case ok
+        /// yajl or a callback rejected the input; `consumed` counts bytes of the input
+        /// handed to this call (0 for `complete`).
+        case failed(consumed: Int, message: String)
+    }
+
+    /// Values finished at depth 0 during the current call, each with the number of bytes
+    /// of that call's input yajl had consumed when the value ended (for a number, yajl
+    /// has read the delimiter after it and put it back, so the end excludes it). The
+    /// caller takes them out after every call.
+    ///
+    /// `@exclusivity(unchecked)` here and below: the callbacks touch these properties for
+    /// every token, and the runtime's dynamic exclusivity checks on class properties took
+    /// about 15% of decoding time in a profile. They are safe to drop because only this
+    /// object's methods touch the properties, on one thread, and no access is held across
+    /// a call that could re-enter (yajl calls back only from inside `parse`/`complete`,
+    /// which touch nothing while yajl runs).
+    @exclusivity(unchecked) var completed: [(value: JSONValue, end: Int)] = []
+
+    private let allowMultipleValues: Bool
+    @exclusivity(unchecked) private var handle: yajl_handle?
+    @exclusivity(unchecked) private var stack: [Frame] = []
+    /// Set by a callback that cancels the parse, with the consumed count at that point.
+    @exclusivity(unchecked) private var cancellation: (consumed: Int, message: String)?
+
+    /// Makes a parser. With `allowMultipleValues` yajl reads whitespace-separated values
+    /// one after another (the stream decoder); without it a second value is yajl's
+    /// "trailing garbage" error (`JSON.decode`).
+    init(allowMultipleValues: Bool) {
+        self.allowMultipleValues = allowMultipleValues
+    }
+
+    deinit {
+        if let handle { yajl_free(handle) }
+    }
+
+    /// Hands `count` bytes at `bytes` to yajl, which calls back into this object for
+    /// every token, and reports whether the input is still valid JSON.
+    func parse(_ bytes: UnsafeRawPointer, count: Int) -> Outcome {
+        let h = liveHandle()
+        let status = yajl_parse(h, bytes.assumingMemoryBound(to: UInt8.self), count)
+        return outcome(of: status, handle: h, consumed: Int(yajl_get_bytes_consumed(h)))
+    }
+
+    /// Tells yajl that the input has ended: it emits a pending bare number (it waits for a
+    /// delimiter otherwise) or reports the value that was left open ("premature EOF").
+    func complete() -> Outcome {
+        let h = liveHandle()
+        return outcome(of: yajl_complete_parse(h), handle: h, consumed: 0)
+    }
+
+    /// Drops the handle and any half-built value, so the next `parse` starts on fresh
+    /// input. Needed after every failure, because a yajl handle stays in its error state.
+    func reset() {
+        if let handle { yajl_free(handle) }
+        handle = nil
+        stack.removeAll()
+        cancellation = nil
+    }
+
+    private func outcome(of status: yajl_status, handle h: yajl_handle, consumed: Int) -> Outcome {
+        switch status {
+        case yajl_status_ok:
+            return .ok
+        case yajl_status_client_canceled:
+            // Only our own callbacks cancel, and each records why before it does.
+            let why = cancellation ?? (consumed, "parse error: cancelled")
+            return .failed(consumed: why.consumed, message: why.message)
+        default:
+            return .failed(consumed: consumed, message: Self.errorMessage(h))
+        }
+    }
+
+    /// yajl's non-verbose message without its trailing newline. yajl allocates it; a
+    /// failed allocation leaves a generic message rather than a crash.
+    private static func errorMessage(_ h: yajl_handle) -> String {
+        guard let text = yajl_get_error(h, 0, nil, 0) else { return "parse error" }
+        defer { yajl_free_error(h, text) }
+        var message = String(cString: text)
+        while message.last == "\n" { message.removeLast() }
+        return message
+    }
+
+    private func liveHandle() -> yajl_handle {
+        if let handle { return handle }
+        // Unretained on purpose: this object owns the handle and frees it in `deinit` or
+        // `reset`, so the handle (and with it every callback) never outlives the context.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        guard let h = yajl_alloc(yajlValueCallbacks, nil, context) else {
+            preconditionFailure("yajl_alloc returned NULL: out of memory")
+        }
+        // Comments stay off (yajl's default) and UTF-8 validation stays on (it is on
+        // unless `yajl_dont_validate_strings` is set).
+        if allowMultipleValues { _ = xh_yajl_config(h, yajl_allow_multiple_values, 1) }
+        handle = h
+        return h
+    }
+
+    // MARK: Callbacks (called by yajl through `yajlValueCallbacks`)
+
+    fileprivate static func from(_ context: UnsafeMutableRawPointer?) -> YajlValueParser {
+        // The context is always the pointer given to `yajl_alloc` above, never NULL.
+        Unmanaged<YajlValueParser>.fromOpaque(context.unsafelyUnwrapped).takeUnretainedValue()
+    }
+
+    /// Adds a finished value to the open container, or records it as complete when no
+    /// container is open. Always continues the parse.
+    fileprivate func add(_ value: JSONValue) -> Int32 {
+        if stack.isEmpty {
+            // `bytesConsumed` is the lexer's position, which yajl 2.1.0 advances token by
+            // token during the parse; read here it is the end of the value just finished.
+            // The split-at-every-byte and size-limit tests pin this behaviour.
+            completed.append((value, handle.map { Int(yajl_get_bytes_consumed($0)) } ?? 0))
+        } else {
+            stack[stack.count - 1].add(value)
+        }
+        return 1
+    }
+
+    fileprivate func open(object: Bool) -> Int32 {
+        guard stack.count < Self.maxDepth else {
+            return cancel("parse error: nesting deeper than \(Self.maxDepth) levels")
+        }
+        stack.append(Frame(isObject: object))
+        return 1
+    }
+
+    fileprivate func closeArray() -> Int32 {
+        // yajl only reports a close that matches an open, so the stack is not empty.
+        let frame = stack.removeLast()
+        return add(.array(frame.elements))
+    }
+
+    fileprivate func closeObject() -> Int32 {
+        let frame = stack.removeLast()
+        return add(.object(Self.object(from: frame.members)))
+    }
+
+    fileprivate func key(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
+        guard let key = Self.string(bytes, count) else { return cancelInvalidUTF8() }
+        stack[stack.count - 1].key = key
+        return 1
+    }
+
+    fileprivate func string(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
+        guard let s = Self.string(bytes, count) else { return cancelInvalidUTF8() }
+        return add(.string(s))
+    }
+
+    /// yajl hands numbers over as raw text (the `yajl_number` callback); an integer
+    /// literal that fits in 64 bits stays exact, anything else becomes a double the way
+    /// `strtod` would read it (so `1e999` is infinity, as `strtod` gives `HUGE_VAL`).
+    fileprivate func number(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
+        let raw = UnsafeRawBufferPointer(start: bytes, count: count)
+        if let i = Self.int64(raw) { return add(.int(i)) }
+        guard let d = Double(String(decoding: raw, as: UTF8.self)) else {
+            // yajl has checked the grammar already, so this is not expected.
+            return cancel("lexical error: malformed number.")
+        }
+        return add(.double(d))
+    }
+
+    private func cancelInvalidUTF8() -> Int32 {
+        cancel("lexical error: invalid bytes in UTF8 string.")
+    }
+
+    private func cancel(_ message: String) -> Int32 {
+        cancellation = (handle.map { Int(yajl_get_bytes_consumed($0)) } ?? 0, message)
+        return 0
+    }
+
+    // MARK: Value helpers
+
+    /// A container being filled. One struct for both kinds keeps the stack a plain array
+    /// of one type; an unused empty array costs nothing.
+    private struct Frame {
+        let isObject: Bool
+        var elements: [JSONValue] = []
+        var members: [(key: String, value: JSONValue)] = []
+        var key = ""
+
+        init(isObject: Bool) { self.isObject = isObject }
+
+        mutating func add(_ value: JSONValue) {
+            if isObject { members.append((key, value)) } else { elements.append(value) }
+        }
+    }
+
+    /// Text from yajl as a Swift string, or nil when the bytes are not well-formed UTF-8.
+    ///
+    /// yajl's own UTF-8 check only looks at the shape of each sequence (a lead byte and
+    /// the right number of continuation bytes), so overlong forms (`C0 80`), encoded
+    /// surrogates (`ED A0 80`) and code points above U+10FFFF pass it. Rather than let
+    /// them become U+FFFD silently, this makes them a parse error like any other invalid
+    /// UTF-8. `String(decoding:)` validates anyway (its fast path), and for the sequences
+    /// that can get past yajl its repair always makes the text longer: each of their 2 to
+    /// 4 bytes becomes a 3-byte U+FFFD. So an unchanged length means nothing was
+    /// repaired, and the check costs nothing beyond the decoding. (`String(validating:)`
+    /// would say so directly, but it runs unspecialised generic code here: with it,
+    /// decoding a 1 MB document took twice as long.) Escaped lone surrogates never arrive as ill-formed bytes:
+    /// `SurrogateEscapeRepair` has rewritten them to U+FFFD before yajl saw them.
+    private static func string(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> String? {
+        guard count > 0 else { return "" }
+        let s = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+        return s.utf8.count == count ? s : nil
+    }
+
+    /// The raw text as an Int64 when it is an integer literal (no `.`, `e` or `E`) that
+    /// fits, else nil. Digits accumulate negatively so that Int64.min fits too.
+    private static func int64(_ raw: UnsafeRawBufferPointer) -> Int64? {
+        var i = 0
+        let negative = raw.first == UInt8(ascii: "-")
+        if negative { i = 1 }
+        guard i < raw.count else { return nil }
+        var acc: Int64 = 0
+        while i < raw.count {
+            let digit = Int64(raw[i]) - 48
+            guard digit >= 0 && digit <= 9 else { return nil }
+            let (times10, o1) = acc.multipliedReportingOverflow(by: 10)
+            let (next, o2) = times10.subtractingReportingOverflow(digit)
+            if o1 || o2 { return nil }
+            acc = next
+            i += 1
+        }
+        if negative { return acc }
+        let (positive, overflow) = Int64(0).subtractingReportingOverflow(acc)
+        return overflow ? nil : positive
+    }
+
+    /// Duplicate keys: the last value wins, at the first one's place, as `JSONObject`'s
+    /// subscript does. Small objects (all of JSON-RPC's) are checked pairwise; large ones
+    /// through a dictionary, so a hostile object with a million keys costs linear time.
+    private static func object(from members: [(key: String, value: JSONValue)]) -> JSONObject {
+        if members.count <= 12 {
+            var hasDuplicate = false
+            outer: for i in members.indices {
+                for j in members.indices[(i + 1)...] where members[i].key == members[j].key {
+                    hasDuplicate = true
+                    break outer
+                }
+            }
+            if !hasDuplicate { return JSONObject(distinctMembers: members) }
+        }
+        var position: [String: Int] = [:]
+        position.reserveCapacity(members.count)
+        var distinct: [(key: String, value: JSONValue)] = []
+        distinct.reserveCapacity(members.count)
+        for member in members {
+            if let at = position[member.key] {
+                distinct[at].value = member.value
+            } else {
+                position[member.key] = distinct.count
+                distinct.append(member)
+            }
+        }
+        return JSONObject(distinctMembers: distinct)
+    }
+}
+
+/// The callback table every parser handle points at. yajl keeps the pointer for the
+/// handle's whole life, so it must not be a local's address; one table allocated once and
+/// never freed outlives every handle. It is never written after initialisation, so
+/// sharing it across threads is safe, which is what `nonisolated(unsafe)` asserts.
+nonisolated(unsafe) private let yajlValueCallbacks: UnsafeMutablePointer<yajl_callbacks> = {
+    let table = UnsafeMutablePointer<yajl_callbacks>.allocate(capacity: 1)
+    table.initialize(to: yajl_callbacks(
+        yajl_null: { ctx in YajlValueParser.from(ctx).add(.null) },
+        yajl_boolean: { ctx, b in YajlValueParser.from(ctx).add(.bool(b != 0)) },
+        // With `yajl_number` set, yajl never calls the integer and double callbacks.
+        yajl_integer: nil,
+        yajl_double: nil,
+        yajl_number: { ctx, s, n in YajlValueParser.from(ctx).number(s, n) },
+        yajl_string: { ctx, s, n in YajlValueParser.from(ctx).string(s, n) },
+        yajl_start_map: { ctx in YajlValueParser.from(ctx).open(object: true) },
+        yajl_map_key: { ctx, s, n in YajlValueParser.from(ctx).key(s, n) },
+        yajl_end_map: { ctx in YajlValueParser.from(ctx).closeObject() },
+        yajl_start_array: { ctx in YajlValueParser.from(ctx).open(object: false) },
+        yajl_end_array: { ctx in YajlValueParser.from(ctx).closeArray() }
+    ))
+    return table
+}()

@@ -1,0 +1,144 @@
+import Testing
+import JSON
+
+/// Random values, written with random whitespace between them and (in one variant) with
+/// every non-ASCII character as `\u` escapes plus unpaired surrogates, decode to exactly
+/// the values written however the stream is cut. The generator is seeded, so a failure
+/// repeats.
+struct RandomStreamTests {
+    /// SplitMix64: small, seeded, the same on every platform.
+    struct Random {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    }
+
+    static let scalars: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{0}", "\u{1F}",
+                                            "\u{7F}", "é", "ß", "€", "日", "\u{FFFD}", "\u{FFFF}", "😀", "𝄞", "\u{10FFFF}"]
+
+    static func string(_ r: inout Random) -> String {
+        var s = String.UnicodeScalarView()
+        for _ in 0..<r.below(8) { s.append(scalars[r.below(scalars.count)]) }
+        return String(s)
+    }
+
+    static func value(_ r: inout Random, depth: Int = 0) -> JSONValue {
+        switch r.below(depth >= 3 ? 6 : 8) {
+        case 0: return .null
+        case 1: return .bool(r.below(2) == 0)
+        case 2: return .int([0, 1, -1, Int64.max, Int64.min, Int64(bitPattern: r.next())][r.below(6)])
+        case 3: return .double([0.1, -2.5e-300, 1e300, 123.456, Double(bitPattern: r.next() >> 2)][r.below(5)])
+        case 4, 5: return .string(string(&r))
+        case 6: return .array((0..<r.below(4)).map { _ in value(&r, depth: depth + 1) })
+        default:
+            var members: [(String, JSONValue)] = []
+            for i in 0..<r.below(4) { members.append(("\(string(&r))#\(i)", value(&r, depth: depth + 1))) }
+            return .object(JSONObject(members))
+        }
+    }
+
+    /// JSON text with every non-ASCII scalar as `\u` escapes (surrogate pairs above the
+    /// BMP); the decoder must give back the same value.
+    static func asciiText(_ v: JSONValue) -> String {
+        switch v {
+        case .string(let s):
+            var out = "\""
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case _ where scalar.value < 0x20 || scalar.value > 0x7E:
+                    for unit in String(scalar).utf16 { out += "\\u" + hex4(unit) }
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        case .array(let a): return "[" + a.map(asciiText).joined(separator: ",") + "]"
+        case .object(let o):
+            return "{" + o.members.map { asciiText(.string($0.key)) + ":" + asciiText($0.value) }.joined(separator: ",") + "}"
+        default: return JSON.encodeString(v)
+        }
+    }
+
+    static func hex4(_ unit: UInt16) -> String {
+        let digits = String(unit, radix: 16)
+        return String(repeating: "0", count: 4 - digits.count) + digits
+    }
+
+    static func randomChunks(_ bytes: [UInt8], _ r: inout Random) -> [[UInt8]] {
+        var chunks: [[UInt8]] = []
+        var at = 0
+        while at < bytes.count {
+            let end = min(bytes.count, at + 1 + r.below(r.below(4) == 0 ? 3 : 40))
+            chunks.append(Array(bytes[at..<end]))
+            at = end
+        }
+        return chunks
+    }
+
+    static let separators = [" ", "\n", "\r\n", "\t", "  \n "]
+
+    @Test(arguments: [false, true])
+    func randomStreams(escaped: Bool) {
+        var r = Random(state: escaped ? 2 : 1)
+        for _ in 0..<200 {
+            var values: [JSONValue] = []
+            var text = ""
+            for _ in 0..<(1 + r.below(6)) {
+                let v = Self.value(&r)
+                values.append(v)
+                text += (escaped ? Self.asciiText(v) : JSON.encodeString(v)) + Self.separators[r.below(Self.separators.count)]
+            }
+            let bytes = utf8(text)
+            let expected = values.map(JSONStreamEvent.value)
+            #expect(events([bytes]) == expected)
+            #expect(events(Self.randomChunks(bytes, &r)) == expected, "\(text)")
+        }
+    }
+
+    /// What a string literal's body means: escapes give UTF-16 code units, and Swift's
+    /// UTF-16 decoding turns each unpaired surrogate into U+FFFD. An independent statement
+    /// of the rule the decoder follows.
+    static func reference(_ body: String) -> String {
+        var units: [UInt16] = []
+        var chars = Array(body.utf16)[...]
+        while let c = chars.popFirst() {
+            guard c == 0x5C, let e = chars.popFirst() else {
+                units.append(c)
+                continue
+            }
+            switch e {
+            case 0x75:  // u
+                let hex = String(decoding: chars.prefix(4), as: UTF16.self)
+                units.append(UInt16(hex, radix: 16) ?? 0)
+                chars = chars.dropFirst(4)
+            case 0x6E: units.append(0x0A)  // n
+            default: units.append(e)  // \\ and \"
+            }
+        }
+        return String(decoding: units, as: UTF16.self)
+    }
+
+    @Test func unpairedSurrogatesAtRandomCuts() {
+        var r = Random(state: 3)
+        let pieces = ["\\ud800", "\\udfff", "\\uDBFF", "\\udc00", "\\ud83d\\ude00", "\\\\ud800", "\\u0041", "x", "\\n", "\\\\"]
+        for _ in 0..<500 {
+            var body = ""
+            for _ in 0..<(1 + r.below(6)) { body += pieces[r.below(pieces.count)] }
+            let text = "\"" + body + "\"\n"
+            #expect(events(Self.randomChunks(utf8(text), &r)) == [.value(.string(Self.reference(body)))], "\(text)")
+        }
+    }
+
+    @Test func referenceAgreesWithKnownCases() {
+        #expect(Self.reference(#"\ud800\udfff"#) == "\u{103FF}")
+        #expect(Self.reference(#"\ud800x"#) == "\u{FFFD}x")
+        #expect(Self.reference(#"\\ud800"#) == "\\ud800")
+    }
+}
