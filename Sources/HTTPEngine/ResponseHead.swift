@@ -1,0 +1,104 @@
+/// The status line and headers of a response: the final one of a transfer, after
+/// redirects, auth retries and interim (1xx) responses.
+public struct ResponseHead: Sendable {
+    public var status: Int
+    /// The reason phrase as the server sent it, or the standard phrase for the code when
+    /// there was none (HTTP/2 never has one; HTTP/1.1 servers may leave it out).
+    public var statusText: String
+    /// In the order received, names spelled as sent, repeated names kept.
+    public var headers: [(name: String, value: String)]
+    /// "1.0", "1.1", "2", "3".
+    public var httpVersion: String
+
+    /// Builds a head; the engine makes them from libcurl's header lines, tests and the
+    /// Service layer may make their own.
+    public init(status: Int, statusText: String, headers: [(name: String, value: String)], httpVersion: String) {
+        self.status = status
+        self.statusText = statusText
+        self.headers = headers
+        self.httpVersion = httpVersion
+    }
+
+    /// The values of a header, case-insensitively, joined with ", " as RFC 9110 §5.3
+    /// allows; nil when absent.
+    public func value(of name: String) -> String? {
+        let wanted = name.lowercased()
+        let values = headers.filter { $0.name.lowercased() == wanted }.map(\.value)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+}
+
+/// Builds `ResponseHead`s from the lines libcurl hands to `CURLOPT_HEADERFUNCTION`.
+///
+/// libcurl passes every header line of every response block the transfer sees — 1xx
+/// interim responses, each redirect, each 401 of an auth exchange — one complete line a
+/// call, CRLF included. A line beginning with `HTTP/` starts a new block, so the block
+/// in progress when the body starts (or the transfer ends) is the final response.
+/// Pure: no I/O, fed line by line by the engine and by unit tests.
+struct ResponseHeadParser {
+    /// The block being collected; nil before the first status line.
+    private(set) var current: ResponseHead?
+
+    /// Takes one line as libcurl delivered it.
+    mutating func consume(line raw: UnsafeRawBufferPointer) {
+        var end = raw.count
+        while end > 0, raw[end - 1] == 0x0A || raw[end - 1] == 0x0D { end -= 1 }
+        let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
+        if line.isEmpty { return }  // the blank line that ends a block
+        if line.starts(with: ResponseHeadParser.httpPrefix) {
+            current = ResponseHeadParser.parseStatusLine(line)
+            return
+        }
+        guard current != nil else { return }  // garbage before any status line
+        if line[0] == 0x20 || line[0] == 0x09 {
+            // obs-fold (RFC 9112 §5.2): a continuation of the previous value.
+            let more = trimmed(line, from: 0)
+            if let lastIndex = current?.headers.indices.last, !more.isEmpty {
+                current?.headers[lastIndex].value += " " + decodeHeaderText(more)
+            }
+            return
+        }
+        guard let colon = line.firstIndex(of: 0x3A) else { return }  // not a header
+        let name = decodeHeaderText(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
+        let value = decodeHeaderText(trimmed(line, from: colon + 1))
+        current?.headers.append((name: name, value: value))
+    }
+
+    private static let httpPrefix: [UInt8] = Array("HTTP/".utf8)
+
+    /// `HTTP/1.1 200 OK`, `HTTP/2 200 ` (libcurl's rendering of an HTTP/2 status),
+    /// `HTTP/1.1 200` (no phrase): version, three digits, optional phrase.
+    static func parseStatusLine(_ line: UnsafeRawBufferPointer) -> ResponseHead {
+        var i = httpPrefix.count
+        let versionStart = i
+        while i < line.count, line[i] != 0x20 { i += 1 }
+        let version = decodeHeaderText(UnsafeRawBufferPointer(rebasing: line[versionStart..<i]))
+        while i < line.count, line[i] == 0x20 { i += 1 }
+        var status = 0
+        while i < line.count, line[i] >= 0x30, line[i] <= 0x39, status < 1000 {
+            status = status * 10 + Int(line[i] - 0x30)
+            i += 1
+        }
+        var reason = decodeHeaderText(trimmed(line, from: i))
+        if reason.isEmpty { reason = HTTPStatus.phrase(for: status) }
+        return ResponseHead(status: status, statusText: reason, headers: [], httpVersion: version)
+    }
+}
+
+/// The bytes of `line` from `start`, without leading and trailing spaces and tabs.
+private func trimmed(_ line: UnsafeRawBufferPointer, from start: Int) -> UnsafeRawBufferPointer {
+    var s = start, e = line.count
+    while s < e, line[s] == 0x20 || line[s] == 0x09 { s += 1 }
+    while e > s, line[e - 1] == 0x20 || line[e - 1] == 0x09 { e -= 1 }
+    return UnsafeRawBufferPointer(rebasing: line[s..<e])
+}
+
+/// Header text is ASCII in practice, UTF-8 sometimes, and ISO-8859-1 by the old rules
+/// (RFC 9110 §5.5 obs-text). Valid UTF-8 is taken as such; anything else is read as
+/// Latin-1, so no byte turns into a replacement character and is lost.
+func decodeHeaderText(_ bytes: UnsafeRawBufferPointer) -> String {
+    if let s = String(validating: bytes, as: UTF8.self) { return s }
+    var s = ""
+    s.unicodeScalars.append(contentsOf: bytes.map { Unicode.Scalar($0) })
+    return s
+}

@@ -1,0 +1,131 @@
+import CCurl
+
+/// One HTTP exchange: a request, the delegate that hears about it, and — while it runs —
+/// the libcurl easy handle doing the work.
+///
+/// Lifetime: the Service object owns the Transfer, and the Transfer holds its delegate
+/// *weakly* (the delegate is usually that same owner, so a strong reference would be a
+/// cycle). While a transfer runs, the engine holds it strongly too, so dropping it
+/// without `cancel` does not tear libcurl's handle out from under libcurl. If the
+/// delegate goes away while the transfer runs, the engine aborts the transfer at its next
+/// callback and says nothing more: nobody is left to hear.
+///
+/// A Transfer runs once. To repeat a request, make a new Transfer. Confined to the loop's
+/// thread, like everything in this module.
+public final class Transfer {
+    public let request: TransferRequest
+    public private(set) weak var delegate: TransferDelegate?
+    /// Figures about the finished transfer, set just before `completedWith`.
+    public internal(set) var metrics: TransferMetrics?
+
+    /// Where a transfer is in its one run. Transitions:
+    /// - `idle` → `waitingToAdd` (started from inside a libcurl callback) or `running`
+    /// - `waitingToAdd` → `running` (added once libcurl returned) or `cancelled`
+    /// - `running` → `finished` (libcurl said done) or `cancelled`
+    /// The delegate hears from a transfer only while it is `running`.
+    enum State { case idle, waitingToAdd, running, finished, cancelled }
+    var state = State.idle
+    /// The engine that runs it, for `resume()`; weak because the engine owns running
+    /// transfers, never the other way round.
+    weak var engine: TransferEngine?
+    /// The easy handle and its error buffer while the engine runs the transfer.
+    var slot: EasySlot?
+    /// Whether the easy handle is currently added to the multi.
+    var inMulti = false
+    /// Request headers as libcurl's list, freed when the transfer ends (`releaseResources`).
+    var headerList: OpaquePointer?
+    /// The body being uploaded through the read callback, if any.
+    var upload: UploadSource?
+    var headParser = ResponseHeadParser()
+    var headDelivered = false
+    /// The write callback returned `CURL_WRITEFUNC_PAUSE` and nobody unpaused it yet.
+    var paused = false
+    /// `resume()` was called and the engine's next-turn timer will unpause.
+    var resumeRequested = false
+    /// The cached connection this transfer used, noted at completion (weak: the watch
+    /// goes when the socket closes).
+    weak var lastConnection: SocketWatch?
+    var lastProgress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
+
+    /// Makes a transfer that has not started; `TransferEngine.start` runs it.
+    public init(request: TransferRequest, delegate: TransferDelegate) {
+        self.request = request
+        self.delegate = delegate
+    }
+
+    deinit {
+        // A transfer that never started, or whose start failed halfway, may still hold its
+        // header list; one that ran released it when it ended.
+        releaseResources()
+    }
+
+    /// Asks for the paused body to flow again (the delegate has room now). Takes effect
+    /// on the next turn of the loop, because unpausing makes libcurl deliver the held
+    /// bytes right away, from inside `curl_easy_pause`: the delegate must not be called
+    /// back from inside its own call to `resume`. Harmless when not paused or not running.
+    public func resume() {
+        engine?.scheduleResume(self)
+    }
+
+    /// True from the moment the delegate refused body bytes until the engine unpaused
+    /// the transfer on a later turn (so still true between `resume()` and that turn).
+    public var isPaused: Bool { paused }
+
+    /// Frees what libcurl borrowed for this run. Called when the transfer leaves the
+    /// multi (completion, cancel, shutdown), after libcurl stopped using these.
+    func releaseResources() {
+        if let list = headerList {
+            curl_slist_free_all(UnsafeMutablePointer(list))
+            headerList = nil
+        }
+        upload = nil
+    }
+
+    /// Hands the final head to the delegate: the block in progress, or, if libcurl never
+    /// showed a status line (it should not happen for HTTP), one made from the response
+    /// code. Only called while `running`; the delegate may cancel from inside.
+    func deliverHead(_ delegate: TransferDelegate) {
+        headDelivered = true
+        var head = headParser.current
+        if head == nil, let code = slot?.easy.info(long: CURLINFO_RESPONSE_CODE), code > 0 {
+            head = ResponseHead(status: code, statusText: HTTPStatus.phrase(for: code), headers: [], httpVersion: "")
+        }
+        if let head { delegate.transfer(self, receivedHead: head) }
+    }
+
+    // MARK: - Called from libcurl's callbacks (see TransferCallbacks.swift)
+
+    /// Body bytes from the write callback. Returns what libcurl expects back: the count
+    /// to go on, `CURL_WRITEFUNC_PAUSE` to pause, anything else (0) to abort.
+    func bodyArrived(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard state == .running, let delegate else { return 0 }
+        if !headDelivered {
+            deliverHead(delegate)
+            guard state == .running else { return 0 }
+        }
+        let accepted = delegate.transfer(self, receivedBody: bytes)
+        guard state == .running else { return 0 }
+        if accepted { return bytes.count }
+        paused = true
+        return Curl.writePause
+    }
+
+    /// One header line. Lines after the head was delivered are trailers: not part of the
+    /// head, ignored.
+    func headerLineArrived(_ line: UnsafeRawBufferPointer) -> Int {
+        guard state == .running else { return 0 }
+        if !headDelivered { headParser.consume(line: line) }
+        return line.count
+    }
+
+    /// Progress from the xferinfo callback; non-zero aborts.
+    func progressArrived(_ p: TransferProgress) -> Int32 {
+        guard state == .running, let delegate else { return 1 }
+        if p != lastProgress {
+            lastProgress = p
+            delegate.transfer(self, progressed: p)
+            if state != .running { return 1 }
+        }
+        return 0
+    }
+}

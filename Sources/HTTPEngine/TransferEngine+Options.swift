@@ -1,0 +1,208 @@
+import CCurl
+import CShims
+
+/// The mapping from `TransferRequest` to libcurl options, in one place: each option gets
+/// the setter of its C type (`long`, `curl_off_t`, string, pointer, callback), which
+/// curl's compile-time check cannot verify through the shim.
+extension TransferEngine {
+    /// Bodies up to this size are copied into libcurl (`CURLOPT_COPYPOSTFIELDS`), so head
+    /// and body leave in one write; larger ones are read in place by the read callback.
+    static let copiedBodyLimit = 64 * 1024
+
+    /// Methods with a meaning of their own to libcurl; any other token is sent with
+    /// `CURLOPT_CUSTOMREQUEST`.
+    private static let standardMethods: Set<String> = ["GET", "HEAD", "POST", "PUT"]
+
+    /// Sets every option a transfer needs on a freshly reset handle. Throws on the first
+    /// option libcurl refuses or on a request the engine refuses itself; the caller then
+    /// resets the handle and releases what the transfer acquired (header list, upload).
+    func configure(_ slot: EasySlot, for t: Transfer, isHTTPS: Bool) throws {
+        let e = slot.easy
+        let r = t.request
+        let transferPointer = Unmanaged.passUnretained(t).toOpaque()
+        let enginePointer = Unmanaged.passUnretained(self).toOpaque()
+
+        // Plumbing: how libcurl finds us and reports back.
+        slot.errorBuffer[0] = 0
+        try e.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(slot.errorBuffer))
+        try e.set(CURLOPT_PRIVATE, pointer: transferPointer)
+        try e.set(CURLOPT_NOSIGNAL, 1)
+        try check(xh_easy_setopt_write_cb(e.raw, CURLOPT_WRITEFUNCTION, TransferCallbacks.write))
+        try e.set(CURLOPT_WRITEDATA, pointer: transferPointer)
+        try check(xh_easy_setopt_write_cb(e.raw, CURLOPT_HEADERFUNCTION, TransferCallbacks.header))
+        try e.set(CURLOPT_HEADERDATA, pointer: transferPointer)
+        try check(xh_easy_setopt_xferinfo_cb(e.raw, CURLOPT_XFERINFOFUNCTION, TransferCallbacks.progress))
+        try e.set(CURLOPT_XFERINFODATA, pointer: transferPointer)
+        try e.set(CURLOPT_NOPROGRESS, 0)
+        try check(xh_easy_setopt_opensocket_cb(e.raw, CURLOPT_OPENSOCKETFUNCTION, TransferEngine.openSocketCallback))
+        try e.set(CURLOPT_OPENSOCKETDATA, pointer: enginePointer)
+        try check(xh_easy_setopt_closesocket_cb(e.raw, CURLOPT_CLOSESOCKETFUNCTION, TransferEngine.closeSocketCallback))
+        try e.set(CURLOPT_CLOSESOCKETDATA, pointer: enginePointer)
+
+        // Where, and over what.
+        try e.set(CURLOPT_URL, r.url)
+        try e.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try e.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        if r.multiplexing {
+            // HTTP/2 where TLS offers it (ALPN); cleartext stays HTTP/1.1. PIPEWAIT makes
+            // a second transfer wait for the first connection to a host to say whether it
+            // multiplexes rather than open its own — worth it only for https, where that
+            // is known after the handshake. For http:// libcurl 7.88 would wait for the
+            // first *response*, so one slow request would hold up every other one to the
+            // same host.
+            try e.set(CURLOPT_PIPEWAIT, isHTTPS ? 1 : 0)
+            try e.set(CURLOPT_HTTP_VERSION, Curl.http2TLS)
+        } else {
+            try e.set(CURLOPT_PIPEWAIT, 0)
+            try e.set(CURLOPT_HTTP_VERSION, Curl.http11)
+        }
+        if r.forbidConnectionReuse { try e.set(CURLOPT_FORBID_REUSE, 1) }
+        if let caFile = options.caFile { try e.set(CURLOPT_CAINFO, caFile) }
+
+        // What comes back: decoded bodies, no proxy CONNECT heads in the header stream.
+        try e.set(CURLOPT_ACCEPT_ENCODING, "")
+        try e.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
+
+        // Limits and redirects.
+        guard r.timeout >= 0, r.timeout.isFinite else {
+            throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Timeout must be 0 (none) or a positive number of seconds")
+        }
+        if r.timeout > 0 {
+            let ms = min(r.timeout * 1000, Double(Int32.max)).rounded(.up)
+            try e.set(CURLOPT_TIMEOUT_MS, max(1, Int(ms)))
+        }
+        try e.set(CURLOPT_FOLLOWLOCATION, r.followRedirects ? 1 : 0)
+        guard r.maxRedirects >= 0 else {
+            throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "maxRedirects must be 0 or more")
+        }
+        try e.set(CURLOPT_MAXREDIRS, r.maxRedirects)
+
+        // Credentials.
+        if let user = r.user {
+            try e.set(CURLOPT_USERNAME, user)
+            try e.set(CURLOPT_PASSWORD, r.password ?? "")
+            try e.set(CURLOPT_HTTPAUTH, TransferEngine.authBits(r.auth))
+        }
+
+        // Method and body, then the headers (which depend on the body).
+        let suppressContentType = try configureMethodAndBody(e, t)
+        try configureHeaders(e, t, suppressContentType: suppressContentType)
+    }
+
+    static func authBits(_ scheme: AuthScheme) -> Int {
+        switch scheme {
+        case .basic: return Curl.authBasic
+        case .digest: return Curl.authDigest
+        case .negotiate: return Curl.authNegotiate
+        case .ntlm: return Curl.authNTLM
+        }
+    }
+
+    /// Sets the method and body (see `TransferRequest` for the rules). Returns whether
+    /// libcurl would add its own `Content-Type: application/x-www-form-urlencoded`, which
+    /// the engine suppresses unless the request names a Content-Type itself: the engine
+    /// sends the headers it was given, and invents none.
+    private func configureMethodAndBody(_ e: EasyHandle, _ t: Transfer) throws -> Bool {
+        let method = t.request.method
+        guard !method.isEmpty, method.utf8.allSatisfy(TransferEngine.isTokenByte) else {
+            throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Method \"\(method)\" is not a valid HTTP token")
+        }
+        if method == "HEAD" {
+            try e.set(CURLOPT_NOBODY, 1)
+            return false
+        }
+        switch t.request.body {
+        case .none:
+            switch method {
+            case "GET":
+                return false
+            case "POST", "PUT":
+                // An empty body with `Content-Length: 0`, as browsers send it.
+                try e.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: 0)
+                try e.set(CURLOPT_COPYPOSTFIELDS, "")
+                if method != "POST" { try e.set(CURLOPT_CUSTOMREQUEST, method) }
+                return true
+            default:
+                try e.set(CURLOPT_CUSTOMREQUEST, method)
+                return false
+            }
+        case .bytes(let bytes):
+            try e.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(bytes.count))
+            if bytes.isEmpty {
+                try e.set(CURLOPT_COPYPOSTFIELDS, "")
+            } else if bytes.count <= TransferEngine.copiedBodyLimit {
+                // libcurl copies `POSTFIELDSIZE` bytes during this call.
+                try check(bytes.withUnsafeBytes { b in
+                    xh_easy_setopt_ptr(e.raw, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: b.baseAddress))
+                })
+            } else {
+                try e.set(CURLOPT_POST, 1)
+                try setUpload(e, t, UploadSource(bytes: bytes))
+            }
+            if method != "POST" { try e.set(CURLOPT_CUSTOMREQUEST, method) }
+            return true
+        case .file(let path):
+            let source = try UploadSource(path: path)
+            try e.set(CURLOPT_UPLOAD, 1)
+            try e.set(CURLOPT_INFILESIZE_LARGE, offset: source.size)
+            try setUpload(e, t, source)
+            if !TransferEngine.standardMethods.contains(method) { try e.set(CURLOPT_CUSTOMREQUEST, method) }
+            return false
+        }
+    }
+
+    private func setUpload(_ e: EasyHandle, _ t: Transfer, _ source: UploadSource) throws {
+        t.upload = source
+        let transferPointer = Unmanaged.passUnretained(t).toOpaque()
+        try check(xh_easy_setopt_read_cb(e.raw, CURLOPT_READFUNCTION, TransferCallbacks.read))
+        try e.set(CURLOPT_READDATA, pointer: transferPointer)
+        try check(xh_easy_setopt_seek_cb(e.raw, CURLOPT_SEEKFUNCTION, TransferCallbacks.seek))
+        try e.set(CURLOPT_SEEKDATA, pointer: transferPointer)
+    }
+
+    /// Builds the header list (`Name: value`, or `Name;` for an empty value, libcurl's
+    /// way to send an empty header rather than remove one). The list belongs to the
+    /// transfer from here and is freed in `Transfer.releaseResources`.
+    private func configureHeaders(_ e: EasyHandle, _ t: Transfer, suppressContentType: Bool) throws {
+        var lines: [String] = []
+        lines.reserveCapacity(t.request.headers.count + 1)
+        var hasContentType = false
+        for (name, value) in t.request.headers {
+            guard !name.isEmpty, name.utf8.allSatisfy(TransferEngine.isTokenByte) else {
+                throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Header name \"\(name)\" is not a valid HTTP token")
+            }
+            guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Header \"\(name)\" has CR, LF or NUL in its value")
+            }
+            if name.lowercased() == "content-type" { hasContentType = true }
+            lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
+        }
+        if suppressContentType && !hasContentType { lines.append("Content-Type:") }
+        guard !lines.isEmpty else { return }
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        for line in lines {
+            guard let next = curl_slist_append(list, line) else {
+                curl_slist_free_all(list)
+                throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_slist_append failed: out of memory")
+            }
+            list = next
+        }
+        t.headerList = OpaquePointer(list)
+        try e.set(CURLOPT_HTTPHEADER, list: t.headerList)
+    }
+
+    /// tchar of RFC 9110 §5.6.2: what a method or header name may be made of.
+    static func isTokenByte(_ c: UInt8) -> Bool {
+        switch c {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(c)
+        }
+    }
+
+    private func check(_ code: CURLcode) throws {
+        guard code != CURLE_OK else { return }
+        throw TransferFailure(code, "libcurl refused an option: \(String(cString: curl_easy_strerror(code)))")
+    }
+}

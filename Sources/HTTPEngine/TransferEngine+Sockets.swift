@@ -1,0 +1,194 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CCurl
+import EventLoop
+
+/// What the engine knows about one descriptor libcurl uses.
+///
+/// `poll` is made the first time libcurl asks to watch the descriptor, stopped (not
+/// closed) on `CURL_POLL_REMOVE`, and restarted when libcurl asks again: libcurl 7.88
+/// takes a keep-alive socket off its watch list after every transfer and puts it back
+/// for the next, and re-making the poll each time costs epoll calls on every request
+/// (C-INTEROP-NOTES, speed section). The poll is closed when the descriptor really
+/// closes, which the engine learns from `CURLOPT_CLOSESOCKETFUNCTION` for the sockets it
+/// opened itself in `CURLOPT_OPENSOCKETFUNCTION` (`openedByEngine`). Descriptors libcurl
+/// made some other way (the threaded resolver's wake-up pipe) give no such notice, so
+/// their poll is closed on `CURL_POLL_REMOVE`, as multi-uv.c does.
+final class SocketWatch {
+    let fd: curl_socket_t
+    let openedByEngine: Bool
+    var poll: Poll?
+    /// The events libcurl asked for last.
+    var events: PollEvents = []
+    /// Whether libcurl currently wants events on it (false while idle in the cache, and
+    /// while the transfer on it is paused).
+    var watching = false
+    /// The easy handle libcurl named the last time it asked to watch the descriptor:
+    /// the transfer that used the connection most recently.
+    var lastUser: UnsafeMutableRawPointer?
+    /// The poll's callback, made once per descriptor and reused on every restart.
+    let ready: (Int32, PollEvents) -> Void
+
+    init(fd: curl_socket_t, openedByEngine: Bool, ready: @escaping (Int32, PollEvents) -> Void) {
+        self.fd = fd
+        self.openedByEngine = openedByEngine
+        self.ready = ready
+    }
+}
+
+extension TransferEngine {
+    // MARK: libcurl's multi callbacks (user pointer: the engine, unretained; the engine
+    // outlives the multi, which `shutdown` cleans up)
+
+    static let socketCallback: curl_socket_callback = { easy, fd, what, userp, _ in
+        guard let userp else { return -1 }
+        Unmanaged<TransferEngine>.fromOpaque(userp).takeUnretainedValue().curlWantsSocket(fd, what, easy)
+        return 0
+    }
+
+    static let timerCallback: curl_multi_timer_callback = { _, timeoutMs, userp in
+        guard let userp else { return -1 }
+        Unmanaged<TransferEngine>.fromOpaque(userp).takeUnretainedValue().curlWantsTimer(timeoutMs)
+        return 0
+    }
+
+    // MARK: libcurl's per-connection socket callbacks (user pointer: the engine, as above;
+    // a cached connection keeps it after its easy handle moved on)
+
+    static let openSocketCallback: curl_opensocket_callback = { clientp, _, address in
+        guard let clientp, let address else { return CURL_SOCKET_BAD }
+        return Unmanaged<TransferEngine>.fromOpaque(clientp).takeUnretainedValue().openSocket(address.pointee)
+    }
+
+    static let closeSocketCallback: curl_closesocket_callback = { clientp, fd in
+        guard let clientp else { return close(fd) }
+        return Unmanaged<TransferEngine>.fromOpaque(clientp).takeUnretainedValue().closeSocket(fd)
+    }
+
+    /// `CURLMOPT_TIMERFUNCTION`: -1 stops the timer, anything else (re)arms it. A 0 ms
+    /// timeout fires on the next turn: `socket_action` must not run inside this callback.
+    func curlWantsTimer(_ timeoutMs: Int) {
+        if timeoutMs < 0 {
+            curlTimer.stop()
+        } else {
+            curlTimer.start(timeout: UInt64(timeoutMs), curlTimerFired)
+        }
+    }
+
+    /// `CURLMOPT_SOCKETFUNCTION`: start, change or stop watching a descriptor.
+    func curlWantsSocket(_ fd: curl_socket_t, _ what: Int32, _ easy: UnsafeMutableRawPointer?) {
+        guard fd >= 0 else { return }
+        if what == Curl.pollRemove {
+            guard let w = watch(fd) else { return }
+            w.watching = false
+            if w.openedByEngine { w.poll?.stop() } else { closeWatch(fd: fd) }
+            return
+        }
+        var events: PollEvents = []
+        if what & Curl.pollIn != 0 { events.insert(.readable) }
+        if what & Curl.pollOut != 0 { events.insert(.writable) }
+        let w = watch(fd) ?? setWatch(fd, openedByEngine: false)
+        do {
+            if w.poll == nil {
+                w.poll = try Poll(loop: loop, socket: fd)
+                handles.opened()
+            }
+            try w.poll?.start(events, w.ready)
+            w.events = events
+            w.watching = true
+            w.lastUser = easy
+        } catch {
+            // libcurl waits for an event that will never come: tell it the socket failed,
+            // on the next turn (not from inside its own callback).
+            log.error("cannot watch socket \(fd): \(error)")
+            pendingSocketErrors.append(fd)
+            armDeferred()
+        }
+    }
+
+    /// `CURLOPT_OPENSOCKETFUNCTION`: makes the socket libcurl asked for, and notes that
+    /// the engine will hear when it closes. (A later issue checks the egress policy
+    /// against `address` here.) A descriptor number still in the table belongs to a
+    /// socket that closed behind our back; its poll is stale and is closed, so the new
+    /// socket gets a fresh one.
+    func openSocket(_ address: curl_sockaddr) -> curl_socket_t {
+        #if canImport(Glibc)
+        let type = address.socktype | Int32(SOCK_CLOEXEC.rawValue)
+        #else
+        let type = address.socktype
+        #endif
+        let fd = socket(address.family, type, address.protocol)
+        guard fd >= 0 else { return CURL_SOCKET_BAD }
+        if watch(fd) != nil { closeWatch(fd: fd) }
+        setWatch(fd, openedByEngine: true)
+        return fd
+    }
+
+    /// `CURLOPT_CLOSESOCKETFUNCTION`: the descriptor really closes. The poll is closed
+    /// first — libuv must stop watching before the number can be reused — then the
+    /// socket.
+    func closeSocket(_ fd: curl_socket_t) -> Int32 {
+        closeWatch(fd: fd)
+        return close(fd)
+    }
+
+    /// Readiness from libuv, passed on to libcurl.
+    ///
+    /// A negative status means the descriptor is in error (libuv saw `EPOLLERR`, e.g. a
+    /// reset) and libuv has stopped the poll. libcurl gets `CURL_CSELECT_ERR` together
+    /// with the directions it was waiting for: with `ERR` alone libcurl 7.88 fails with
+    /// the uninformative "select/poll returned error", while with the directions it
+    /// reads the socket and reports the real cause ("Recv failure: Connection reset by
+    /// peer"). If libcurl still wants the descriptor afterwards, the poll is restarted,
+    /// since libcurl will not ask again for what it believes is still being watched.
+    func socketReady(_ fd: curl_socket_t, _ status: Int32, _ events: PollEvents) {
+        guard status < 0 else {
+            var flags: Int32 = 0
+            if events.contains(.readable) { flags |= Curl.selectIn }
+            if events.contains(.writable) { flags |= Curl.selectOut }
+            socketAction(fd, flags)
+            return
+        }
+        guard let w = watch(fd) else { return }
+        var flags = Curl.selectErr
+        if w.events.contains(.readable) { flags |= Curl.selectIn }
+        if w.events.contains(.writable) { flags |= Curl.selectOut }
+        socketAction(fd, flags)
+        if watch(fd) === w, w.watching, let poll = w.poll {
+            do { try poll.start(w.events, w.ready) } catch {
+                log.error("cannot watch socket \(fd) again: \(error)")
+            }
+        }
+    }
+
+    // MARK: the table
+
+    func watch(_ fd: curl_socket_t) -> SocketWatch? {
+        Int(fd) < watches.count ? watches[Int(fd)] : nil
+    }
+
+    @discardableResult
+    func setWatch(_ fd: curl_socket_t, openedByEngine: Bool) -> SocketWatch {
+        let i = Int(fd)
+        if i >= watches.count { watches.append(contentsOf: repeatElement(nil, count: i + 1 - watches.count)) }
+        let w = SocketWatch(fd: fd, openedByEngine: openedByEngine) { [unowned self] status, events in
+            self.socketReady(fd, status, events)
+        }
+        watches[i] = w
+        return w
+    }
+
+    /// Forgets a descriptor and closes its poll (the poll's memory goes in its close
+    /// callback, a turn later; `handles` counts it until then).
+    func closeWatch(fd: curl_socket_t) {
+        guard let w = watch(fd) else { return }
+        watches[Int(fd)] = nil
+        if let poll = w.poll {
+            w.poll = nil
+            poll.close(handles.closedCallback)
+        }
+    }
+}

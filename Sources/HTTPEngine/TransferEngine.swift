@@ -1,0 +1,458 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CCurl
+import CShims
+import EventLoop
+import Logging
+
+/// Runs HTTP transfers with one libcurl multi handle driven by the loop, the
+/// multi_socket way (curl's `docs/examples/multi-uv.c`): libcurl says which descriptors
+/// to watch and when to wake it, and the loop tells libcurl what became ready.
+///
+/// Pieces and who owns them:
+/// - The multi handle and its connection cache (so sequential requests to one host reuse
+///   a connection), capped by `EngineOptions`. Cleaned up in `shutdown`.
+/// - One `Timer` for libcurl's timeout (`CURLMOPT_TIMERFUNCTION`) and one for work
+///   deferred to the next turn (`resume`, failed polls).
+/// - One `Poll` per socket (see `TransferEngine+Sockets.swift`), stopped and restarted
+///   as libcurl's interest changes and closed only when libcurl closes the socket.
+/// - The running transfers, retained in `active` from `start` until they complete or are
+///   cancelled; libcurl's callbacks find them through an unretained pointer, valid
+///   because a transfer leaves the multi before it leaves `active`.
+/// - A pool of reset easy handles (`EasySlot`).
+///
+/// Re-entrancy, the one subtle part: delegates are called from inside
+/// `curl_multi_socket_action` (body, head, progress), where libcurl forbids adding or
+/// removing handles. So while libcurl is on the stack (`inCurl`), `start` queues the add,
+/// `cancel` silences the transfer at once and queues the removal, and `shutdown` waits;
+/// the queues are worked off as soon as libcurl returns (`afterCurl`). No delegate is
+/// ever called synchronously from `start`, `cancel`, `resume` or `shutdown`.
+///
+/// Confined to the loop's thread.
+public final class TransferEngine {
+    let loop: Loop
+    let options: EngineOptions
+    let multi: MultiHandle
+    /// False once `shutdown` cleaned up the multi: nothing may touch it after that.
+    var isOpen = true
+    let log = Logger(label: "xhrpc.http")
+
+    /// libcurl's single timeout; armed and stopped by `CURLMOPT_TIMERFUNCTION`.
+    let curlTimer: Timer
+    /// Fires on the next turn to run `pendingResumes` and `pendingSocketErrors`.
+    let deferredTimer: Timer
+    /// Counts the libuv handles this engine opened and not yet saw closed, so `shutdown`
+    /// knows when the last close callback ran.
+    let handles = HandleCounter()
+
+    /// Socket watches, indexed by descriptor (descriptors are small and dense).
+    var watches: [SocketWatch?] = []
+
+    /// Transfers started and not yet completed or cancelled; holds the strong reference
+    /// libcurl's callbacks rely on.
+    var active: [ObjectIdentifier: Transfer] = [:]
+    /// Reset easy handles ready for the next transfer.
+    var pool: [EasySlot] = []
+    static let poolLimit = 64
+
+    /// True while a libcurl call that may run transfer callbacks is on the stack.
+    var inCurl = false
+    var pendingAdds: [Transfer] = []
+    var pendingRemovals: [Transfer] = []
+    var pendingResumes: [Transfer] = []
+    var pendingSocketErrors: [curl_socket_t] = []
+    var pendingShutdown: [() -> Void] = []
+
+    /// The closures handed to timers, made once (a closure literal at each `start` would
+    /// allocate a context every time).
+    lazy var curlTimerFired: () -> Void = { [unowned self] in
+        self.socketAction(Curl.socketTimeout, 0)
+    }
+    lazy var deferredTimerFired: () -> Void = { [unowned self] in
+        self.runDeferred()
+    }
+
+    /// Makes the multi handle and the two timers. Throws when libcurl or libuv cannot
+    /// (out of memory, a closed loop); nothing is left open then.
+    public init(loop: Loop, options: EngineOptions = .init()) throws {
+        self.loop = loop
+        self.options = options
+        guard let m = curl_multi_init() else {
+            throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_multi_init failed: out of memory")
+        }
+        multi = MultiHandle(raw: m)
+        let t1: Timer, t2: Timer
+        do {
+            t1 = try Timer(loop: loop)
+            do { t2 = try Timer(loop: loop) } catch { t1.close(); throw error }
+        } catch {
+            curl_multi_cleanup(m)
+            throw error
+        }
+        curlTimer = t1
+        deferredTimer = t2
+        handles.opened()
+        handles.opened()
+
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var rc = xh_multi_setopt_socket_cb(m, CURLMOPT_SOCKETFUNCTION, TransferEngine.socketCallback)
+        if rc == CURLM_OK { rc = xh_multi_setopt_ptr(m, CURLMOPT_SOCKETDATA, me) }
+        if rc == CURLM_OK { rc = xh_multi_setopt_timer_cb(m, CURLMOPT_TIMERFUNCTION, TransferEngine.timerCallback) }
+        if rc == CURLM_OK { rc = xh_multi_setopt_ptr(m, CURLMOPT_TIMERDATA, me) }
+        if rc == CURLM_OK { rc = multi.set(CURLMOPT_MAXCONNECTS, max(1, options.maxConnections)) }
+        if rc == CURLM_OK { rc = multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, max(0, options.maxHostConnections)) }
+        if rc == CURLM_OK { rc = multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)) }
+        if rc != CURLM_OK {
+            let text = String(cString: curl_multi_strerror(rc))
+            shutdown {}
+            throw TransferFailure(CURLE_FAILED_INIT, "Cannot configure the transfer engine: \(text)")
+        }
+    }
+
+    deinit {
+        // An engine dropped without `shutdown` still must not leave libcurl or libuv
+        // holding pointers to it: do the synchronous part now. The handles finish closing
+        // on the loop's next turn; nobody is told.
+        if isOpen { shutdown {} }
+    }
+
+    /// Transfers started and not yet completed or cancelled.
+    public var activeTransfers: Int { active.count - pendingRemovals.count }
+
+    // MARK: - Starting
+
+    /// Configures an easy handle from the request and adds it to the multi.
+    ///
+    /// Throws a `TransferFailure` for anything wrong with the request itself: a malformed
+    /// URL, a scheme other than http and https, a header with CR/LF/NUL, an upload file
+    /// that cannot be opened, an option libcurl refuses. Nothing is called on the
+    /// delegate then, and the transfer stays unstarted. Called from inside a delegate
+    /// callback, the handle joins the multi once libcurl has returned.
+    public func start(_ t: Transfer) throws {
+        guard isOpen, pendingShutdown.isEmpty else {
+            throw TransferFailure(CURLE_FAILED_INIT, "The transfer engine is shut down")
+        }
+        guard t.state == .idle else {
+            throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT,
+                                  "This transfer was already started; make a new Transfer for each request")
+        }
+        let scheme = try TransferEngine.validate(url: t.request.url)
+        guard let slot = pool.popLast() ?? EasySlot() else {
+            throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_easy_init failed: out of memory")
+        }
+        do {
+            try configure(slot, for: t, isHTTPS: scheme == "https")
+        } catch {
+            t.releaseResources()
+            recycle(slot)
+            throw error
+        }
+        t.slot = slot
+        t.engine = self
+        active[ObjectIdentifier(t)] = t
+        if inCurl {
+            t.state = .waitingToAdd
+            pendingAdds.append(t)
+            return
+        }
+        if let failure = add(t) { throw failure }
+    }
+
+    /// Adds a configured transfer to the multi. On failure the transfer is taken back
+    /// out of `active` and the failure returned.
+    private func add(_ t: Transfer) -> TransferFailure? {
+        guard let slot = t.slot else { return TransferFailure(CURLE_FAILED_INIT, "Transfer has no handle") }
+        let rc = curl_multi_add_handle(multi.raw, slot.easy.raw)
+        guard rc == CURLM_OK else {
+            t.state = .cancelled
+            detach(t)
+            return TransferFailure(CURLE_FAILED_INIT, "Cannot add the transfer: \(String(cString: curl_multi_strerror(rc)))")
+        }
+        t.inMulti = true
+        t.state = .running
+        return nil
+    }
+
+    // MARK: - Stopping
+
+    /// Stops a transfer: takes it out of the multi and frees what it holds. No delegate
+    /// call happens after `cancel` returns, not even a completion libcurl already had
+    /// queued: the transfer is silenced at once, and when called from inside a libcurl
+    /// callback the removal itself follows as soon as libcurl returns. A transfer that is
+    /// not running (never started, finished, cancelled) is left alone.
+    public func cancel(_ t: Transfer) {
+        guard t.engine === self else { return }
+        switch t.state {
+        case .idle, .finished, .cancelled:
+            return
+        case .waitingToAdd:
+            t.state = .cancelled
+            pendingAdds.removeAll { $0 === t }
+            detach(t)
+        case .running:
+            t.state = .cancelled
+            if inCurl { pendingRemovals.append(t) } else { detach(t) }
+        }
+    }
+
+    /// Takes a transfer out of the multi, frees its request resources, returns its easy
+    /// handle to the pool and drops the engine's reference. The transfer's state was set
+    /// to `finished` or `cancelled` before, so libcurl callbacks that
+    /// `curl_multi_remove_handle` may still make reach no delegate.
+    func detach(_ t: Transfer) {
+        if let slot = t.slot {
+            t.slot = nil
+            if t.inMulti {
+                t.inMulti = false
+                let rc = curl_multi_remove_handle(multi.raw, slot.easy.raw)
+                if rc != CURLM_OK { log.warning("curl_multi_remove_handle: \(String(cString: curl_multi_strerror(rc)))") }
+            }
+            t.releaseResources()
+            recycle(slot)
+        }
+        t.paused = false
+        active.removeValue(forKey: ObjectIdentifier(t))
+    }
+
+    /// Resets a slot for the pool, or lets it go (and be cleaned up) when the pool is
+    /// full or the engine is shutting down.
+    private func recycle(_ slot: EasySlot) {
+        guard isOpen, pool.count < TransferEngine.poolLimit else { return }
+        slot.reset()
+        pool.append(slot)
+    }
+
+    /// Makes sure the connection a finished transfer left in the cache is not reused
+    /// (the seed's `close`). libcurl has no call to close one cached connection, so the
+    /// engine shuts the socket down (`shutdown(2)`, both ways): libcurl's liveness check
+    /// then finds it dead before any reuse and closes it through the close-socket
+    /// callback. Best effort by design: a connection some other transfer took over
+    /// since (libcurl is watching it, or the last transfer that used it is still
+    /// running — an HTTP/2 connection shared by several) is left alone rather than
+    /// broken under that transfer; one that already closed needs nothing.
+    public func closeConnections(usedBy t: Transfer) {
+        guard isOpen, t.state == .finished, let w = t.lastConnection else { return }
+        t.lastConnection = nil
+        guard watch(w.fd) === w, w.openedByEngine, !w.watching else { return }
+        if let user = w.lastUser, active.values.contains(where: { $0.slot?.easy.raw == user }) { return }
+        _ = Glibc.shutdown(w.fd, Int32(SHUT_RDWR))
+    }
+
+    // MARK: - Driving libcurl
+
+    /// Tells libcurl that `fd` is ready (or that its timeout expired, for
+    /// `CURL_SOCKET_TIMEOUT`), then does what its callbacks asked for.
+    func socketAction(_ fd: curl_socket_t, _ flags: Int32) {
+        guard isOpen else { return }
+        var running: Int32 = 0
+        inCurl = true
+        let rc = curl_multi_socket_action(multi.raw, fd, flags, &running)
+        inCurl = false
+        if rc != CURLM_OK { log.warning("curl_multi_socket_action: \(String(cString: curl_multi_strerror(rc)))") }
+        afterCurl()
+    }
+
+    /// Works off what delegates asked for while libcurl was on the stack, then collects
+    /// finished transfers. Removals come first so their connections are free for the
+    /// adds that follow.
+    func afterCurl() {
+        if !pendingRemovals.isEmpty {
+            let removals = pendingRemovals
+            pendingRemovals = []
+            for t in removals { detach(t) }
+        }
+        drainMessages()
+        if !pendingAdds.isEmpty {
+            let adds = pendingAdds
+            pendingAdds = []
+            for t in adds where t.state == .waitingToAdd {
+                if let failure = add(t) {
+                    // `start` already returned: the failure can only be reported as the
+                    // transfer's completion.
+                    t.delegate?.transfer(t, completedWith: failure)
+                }
+            }
+        }
+        if !pendingShutdown.isEmpty {
+            let completions = pendingShutdown
+            pendingShutdown = []
+            shutdown { for c in completions { c() } }
+        }
+    }
+
+    /// Reads every `CURLMSG_DONE` libcurl has queued and completes those transfers.
+    private func drainMessages() {
+        var left: Int32 = 0
+        while isOpen, let msg = curl_multi_info_read(multi.raw, &left) {
+            guard msg.pointee.msg == CURLMSG_DONE, let raw = msg.pointee.easy_handle else { continue }
+            // Copy out before anything can remove the handle: the message lives in it.
+            let result = msg.pointee.data.result
+            guard let p = EasyHandle(raw: raw).info(pointer: CURLINFO_PRIVATE) else { continue }
+            let t = Unmanaged<Transfer>.fromOpaque(p).takeUnretainedValue()
+            complete(t, result)
+        }
+    }
+
+    /// A transfer libcurl finished: gives a body-less success its head, records the
+    /// metrics, takes the handle out of the multi, and only then tells the delegate, so a
+    /// delegate that starts its next request from `completedWith` can reuse the handle
+    /// and the connection.
+    private func complete(_ t: Transfer, _ result: CURLcode) {
+        guard t.state == .running, let slot = t.slot else { return }
+        let failure = result == CURLE_OK ? nil : TransferFailure(
+            curlCode: result, errorBuffer: slot.errorBuffer,
+            osErrno: Int32(truncatingIfNeeded: slot.easy.info(long: CURLINFO_OS_ERRNO) ?? 0))
+        t.metrics = TransferMetrics(
+            effectiveURL: slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url,
+            redirectCount: slot.easy.info(long: CURLINFO_REDIRECT_COUNT) ?? 0,
+            connectionsOpened: slot.easy.info(long: CURLINFO_NUM_CONNECTS) ?? 0,
+            totalTime: Double(slot.easy.info(offset: CURLINFO_TOTAL_TIME_T) ?? 0) / 1_000_000)
+        // The connection libcurl kept for reuse, if any, for `closeConnections(usedBy:)`.
+        // Only readable now: after removal from the multi libcurl no longer knows it.
+        var socket = Curl.socketBad
+        if xh_easy_getinfo_socket(slot.easy.raw, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket >= 0 {
+            t.lastConnection = watch(socket)
+        }
+        if failure == nil, !t.headDelivered, let delegate = t.delegate {
+            t.deliverHead(delegate)
+            guard t.state == .running else { return }  // cancelled from receivedHead
+        }
+        t.state = .finished
+        detach(t)
+        t.delegate?.transfer(t, completedWith: failure)
+    }
+
+    // MARK: - Deferred work
+
+    /// Queues an unpause for the next turn (see `Transfer.resume`).
+    func scheduleResume(_ t: Transfer) {
+        guard isOpen, t.state == .running || t.state == .waitingToAdd, !t.resumeRequested else { return }
+        t.resumeRequested = true
+        pendingResumes.append(t)
+        armDeferred()
+    }
+
+    func armDeferred() {
+        if !deferredTimer.isActive { deferredTimer.start(timeout: 0, deferredTimerFired) }
+    }
+
+    /// Next-turn work: unpause the transfers whose delegates made room, report sockets
+    /// whose poll could not start, then let libcurl run whatever that made due.
+    private func runDeferred() {
+        guard isOpen else { return }
+        let resumes = pendingResumes
+        pendingResumes = []
+        let errors = pendingSocketErrors
+        pendingSocketErrors = []
+        inCurl = true
+        for t in resumes {
+            t.resumeRequested = false
+            guard t.state == .running, t.paused, let slot = t.slot else { continue }
+            t.paused = false
+            // Delivers the held bytes to the delegate from inside this call; it may
+            // refuse them again, which pauses again.
+            let rc = curl_easy_pause(slot.easy.raw, Curl.pauseCont)
+            if rc != CURLE_OK { log.warning("curl_easy_pause: \(String(cString: curl_easy_strerror(rc)))") }
+        }
+        var running: Int32 = 0
+        for fd in errors {
+            _ = curl_multi_socket_action(multi.raw, fd, Curl.selectErr, &running)
+        }
+        // Unpausing set a 0 ms libcurl timeout; run it now rather than a turn later.
+        _ = curl_multi_socket_action(multi.raw, Curl.socketTimeout, 0, &running)
+        inCurl = false
+        afterCurl()
+    }
+
+    // MARK: - Shutdown
+
+    /// Aborts every transfer without telling their delegates, cleans up the multi (which
+    /// closes the cached connections), and closes the timers and every poll handle.
+    /// `completion` runs once the last of those handles' close callbacks ran, so the
+    /// caller may then close the loop with no handle left. Called from inside a delegate
+    /// callback, it starts once libcurl has returned. Calling it again after it finished
+    /// runs `completion` on the next close, or right away when all are closed.
+    public func shutdown(_ completion: @escaping () -> Void) {
+        if inCurl {
+            // Silence everything now, as `cancel` would; the teardown itself waits
+            // until libcurl has returned.
+            for t in active.values { t.state = .cancelled }
+            pendingShutdown.append(completion)
+            return
+        }
+        guard isOpen else {
+            handles.whenAllClosed(completion)
+            return
+        }
+        for t in Array(active.values) {
+            t.state = .cancelled
+            detach(t)
+        }
+        pendingAdds = []
+        pendingRemovals = []
+        pendingResumes = []
+        pendingSocketErrors = []
+        isOpen = false
+        pool = []  // curl_easy_cleanup for each, before the multi goes
+        // Closes the cached connections: libcurl reports each socket through the socket
+        // and close-socket callbacks, which close their polls.
+        curl_multi_cleanup(multi.raw)
+        for fd in watches.indices where watches[fd] != nil { closeWatch(fd: Int32(fd)) }
+        watches = []
+        curlTimer.close(handles.closedCallback)
+        deferredTimer.close(handles.closedCallback)
+        handles.whenAllClosed(completion)
+    }
+
+    // MARK: - URL check
+
+    /// Refuses what libcurl would only refuse later, at connect time, so `start` can
+    /// throw: a URL libcurl cannot parse, or a scheme other than http and https.
+    /// Returns the scheme, lowercased.
+    static func validate(url: String) throws -> String {
+        guard let u = curl_url() else { throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_url failed: out of memory") }
+        defer { curl_url_cleanup(u) }
+        let rc = curl_url_set(u, CURLUPART_URL, url, UInt32(CURLU_NON_SUPPORT_SCHEME))
+        guard rc == CURLUE_OK else {
+            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: \(String(cString: curl_url_strerror(rc)))")
+        }
+        var p: UnsafeMutablePointer<CChar>? = nil
+        guard curl_url_get(u, CURLUPART_SCHEME, &p, 0) == CURLUE_OK, let p else {
+            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: no scheme")
+        }
+        let scheme = String(cString: p).lowercased()
+        curl_free(p)
+        guard scheme == "http" || scheme == "https" else {
+            throw TransferFailure(CURLE_UNSUPPORTED_PROTOCOL,
+                                  "Protocol \"\(scheme)\" not supported: only http and https are allowed")
+        }
+        return scheme
+    }
+}
+
+/// Counts open libuv handles and runs waiters when the count reaches zero. A separate
+/// object so close callbacks need not capture the engine (they may run after it is gone).
+final class HandleCounter {
+    private var open = 0
+    private var waiters: [() -> Void] = []
+    /// Handed to `UVHandle.close`. Captures the counter strongly: a close callback may
+    /// run after the engine (the counter's other owner) is gone.
+    var closedCallback: () -> Void { { self.closed() } }
+
+    func opened() { open += 1 }
+
+    func closed() {
+        open -= 1
+        if open == 0, !waiters.isEmpty {
+            let w = waiters
+            waiters = []
+            for c in w { c() }
+        }
+    }
+
+    /// Runs `c` when every handle is closed: now if none is open.
+    func whenAllClosed(_ c: @escaping () -> Void) {
+        if open == 0 { c() } else { waiters.append(c) }
+    }
+}

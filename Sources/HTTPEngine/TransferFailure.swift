@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CCurl
+
+/// Why a transfer failed: libcurl's `CURLcode` and a sentence a person can act on.
+///
+/// The text is the transfer's `CURLOPT_ERRORBUFFER` when libcurl wrote one (it names
+/// host, port and the system error: "Failed to connect to 127.0.0.1 port 1 after 0 ms:
+/// Connection refused"), else `curl_easy_strerror`. TLS failures always begin with
+/// `SSL` (DESIGN.md §4: `getStatusText` promises it), prefixed with `SSL: ` when
+/// libcurl's own words do not.
+public struct TransferFailure: Error, Sendable, CustomStringConvertible {
+    /// The `CURLcode` (`CURLE_OPERATION_TIMEDOUT` = 28, …), stable across versions.
+    public var code: Int32
+    public var text: String
+
+    /// A failure with a `CURLcode` and the sentence to show.
+    public init(code: Int32, text: String) {
+        self.code = code
+        self.text = text
+    }
+
+    public var description: String { "\(text) (curl error \(code))" }
+
+    /// Builds the failure for a finished transfer from its code, error buffer and the
+    /// system error of its last socket call (`CURLINFO_OS_ERRNO`, 0 when none).
+    init(curlCode: CURLcode, errorBuffer: UnsafePointer<CChar>?, osErrno: Int32 = 0) {
+        var text = ""
+        if let errorBuffer, errorBuffer.pointee != 0 {
+            text = String(cString: errorBuffer)
+            while let last = text.last, last == "\n" || last == " " { text.removeLast() }
+        }
+        if text.isEmpty { text = String(cString: curl_easy_strerror(curlCode)) }
+        // libcurl 7.88 ends a failed connect with its generic "Couldn't connect to
+        // server" and drops the reason it knows; later versions put the reason there.
+        // Do the same: "… after 0 ms: Connection refused" says what to fix.
+        let generic = ": Couldn't connect to server"
+        if curlCode == CURLE_COULDNT_CONNECT, osErrno > 0, text.hasSuffix(generic) {
+            text = text.dropLast(generic.count) + ": " + String(cString: strerror(osErrno))
+        }
+        if TransferFailure.isTLS(curlCode), !text.hasPrefix("SSL") { text = "SSL: " + text }
+        self.init(code: Int32(curlCode.rawValue), text: text)
+    }
+
+    /// The codes that mean the TLS layer failed: handshake, verification, certificates,
+    /// pinning, engines.
+    static func isTLS(_ code: CURLcode) -> Bool {
+        switch code {
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+             CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_PEER_FAILED_VERIFICATION,
+             CURLE_SSL_ENGINE_INITFAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CACERT_BADFILE,
+             CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR,
+             CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT:
+            return true
+        default:
+            return false
+        }
+    }
+}

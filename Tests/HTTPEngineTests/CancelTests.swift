@@ -1,0 +1,134 @@
+import EventLoop
+import Testing
+@testable import HTTPEngine
+
+/// `cancel` stops a transfer and nothing at all is heard from it afterwards, whether
+/// called from outside (a timer), from inside a body callback, or while paused.
+@Suite struct CancelTests {
+    @Test func cancelFromTimerMidFlight() throws {
+        let h = try Harness()
+        let (t, r) = try h.start(TransferRequest(url: h.url("/drip/100000?chunk=100&delay=5")))
+        h.run(seconds: 10) { r.bodyCount > 0 }
+        #expect(r.bodyCount > 0)
+        h.engine.cancel(t)
+        let seen = r.order
+        #expect(h.engine.activeTransfers == 0)
+        h.idle(seconds: 0.3)
+        #expect(r.order == seen)
+        #expect(r.completions == 0)
+        h.engine.cancel(t)  // twice: nothing happens
+        #expect(try h.finish() == [])
+    }
+
+    @Test func cancelFromInsideBodyCallback() throws {
+        let h = try Harness()
+        let r = Recorder()
+        var calls = 0
+        r.onBody = { t in
+            calls += 1
+            h.engine.cancel(t)
+        }
+        let (_, _) = try h.start(TransferRequest(url: h.url("/bytes/5000000")), r)
+        h.run(seconds: 10) { calls > 0 }
+        #expect(h.engine.activeTransfers == 0)
+        h.idle(seconds: 0.3)
+        #expect(calls == 1)
+        #expect(r.completions == 0)
+        #expect(r.order == ["head", "body"])
+        #expect(try h.finish() == [])
+    }
+
+    @Test func cancelFromInsideHeadCallback() throws {
+        let h = try Harness()
+        let r = Recorder()
+        r.onHead = { t in h.engine.cancel(t) }
+        _ = try h.start(TransferRequest(url: h.url("/bytes/100000")), r)
+        h.run(seconds: 10) { r.headCount > 0 }
+        h.idle(seconds: 0.2)
+        #expect(r.order == ["head"])
+        #expect(h.engine.activeTransfers == 0)
+        #expect(try h.finish() == [])
+    }
+
+    @Test func cancelWhilePausedWithResumePending() throws {
+        let h = try Harness()
+        let r = Recorder()
+        r.accept = { _ in false }
+        let (t, _) = try h.start(TransferRequest(url: h.url("/bytes/1000000")), r)
+        h.run(seconds: 10) { t.isPaused }
+        #expect(t.isPaused)
+        t.resume()
+        h.engine.cancel(t)
+        h.idle(seconds: 0.2)
+        #expect(r.completions == 0)
+        #expect(r.bodyCalls == 0)
+        #expect(try h.finish() == [])
+    }
+
+    /// A transfer whose completion is already queued inside libcurl when another
+    /// transfer's callback cancels it is still silent.
+    @Test func cancelOtherTransferFromCallback() throws {
+        let h = try Harness()
+        let victim = Recorder()
+        let (victimTransfer, _) = try h.start(TransferRequest(url: h.url("/bytes/10")), victim)
+        let killer = Recorder()
+        killer.onHead = { _ in h.engine.cancel(victimTransfer) }
+        _ = try h.start(TransferRequest(url: h.url("/bytes/10")), killer)
+        h.run(seconds: 10) { killer.completions > 0 }
+        h.idle(seconds: 0.1)
+        #expect(killer.succeeded)
+        // The victim may have completed before the killer's head; if not, it is silent.
+        #expect(victim.completions == 0 || victim.order.last == "done")
+        #expect(victim.completions <= 1)
+        #expect(h.engine.activeTransfers == 0)
+        #expect(try h.finish() == [])
+    }
+
+    /// Starting a new transfer from inside a callback works (the add waits until libcurl
+    /// has returned), and so does starting one from a completion.
+    @Test func startFromInsideCallbacks() throws {
+        let h = try Harness()
+        let second = Recorder(expectingSeed: 2)
+        let third = Recorder(expectingSeed: 3)
+        var keep: [Transfer] = []
+        let first = Recorder()
+        var startedSecond = false
+        first.onBody = { _ in
+            guard !startedSecond else { return }
+            startedSecond = true
+            let t = Transfer(request: TransferRequest(url: h.url("/bytes/70000?seed=2")), delegate: second)
+            try? h.engine.start(t)
+            keep.append(t)
+        }
+        first.onDone = { _ in
+            let t = Transfer(request: TransferRequest(url: h.url("/bytes/70000?seed=3")), delegate: third)
+            try? h.engine.start(t)
+            keep.append(t)
+        }
+        _ = try h.start(TransferRequest(url: h.url("/bytes/300000")), first)
+        h.run(seconds: 10) { second.completions > 0 && third.completions > 0 }
+        #expect(first.succeeded)
+        #expect(second.succeeded && second.checker?.matches(count: 70000) == true)
+        #expect(third.succeeded && third.checker?.matches(count: 70000) == true)
+        keep = []
+        #expect(try h.finish() == [])
+    }
+
+    /// The transfer holds its delegate weakly: a delegate that goes away mid-transfer
+    /// makes the engine abort it at the next callback, with no one left to tell.
+    @Test func droppedDelegateAbortsTheTransfer() throws {
+        let h = try Harness()
+        var r: Recorder? = Recorder()
+        var bodySeen = false
+        r?.onBody = { _ in bodySeen = true }
+        let t = Transfer(request: TransferRequest(url: h.url("/drip/100000?chunk=1000&delay=5")), delegate: r!)
+        try h.engine.start(t)
+        h.run(seconds: 10) { bodySeen }
+        #expect(bodySeen)
+        r = nil
+        h.run(seconds: 10) { h.engine.activeTransfers == 0 }
+        #expect(h.engine.activeTransfers == 0)
+        #expect(t.delegate == nil)
+        #expect(try h.finish() == [])
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+@testable import HTTPEngine
+
+/// A file body is streamed from disk (sendWithFile): PUT unless the method is custom,
+/// byte-exact, with Content-Length from the file's size.
+@Suite struct FileUploadTests {
+    static func tempFile(_ bytes: [UInt8]) throws -> String {
+        let path = NSTemporaryDirectory() + "xhrpc-upload-\(UUID().uuidString)"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test(arguments: ["GET", "PUT", "POST"])
+    func fileIsPutExactly(method: String) throws {
+        let h = try Harness()
+        let body = PatternChecker.bytes(count: 5 << 20, seed: 11)
+        let path = try FileUploadTests.tempFile(body)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var req = TransferRequest(method: method, url: h.url("/echo"))
+        req.body = .file(path: path)
+        let r = try h.fetch(req)
+        #expect(r.succeeded, "\(String(describing: r.failure))")
+        let echo = json(r)
+        #expect(echo["method"] as? String == "PUT")
+        #expect(echo["bodyLength"] as? Int == body.count)
+        #expect(echo["bodySha256"] as? String == sha256Hex(body))
+        #expect((echo["headers"] as? [String: Any])?["content-length"] as? String == "\(body.count)")
+        #expect(r.lastProgress?.uploaded == Int64(body.count))
+        #expect(r.lastProgress?.uploadTotal == Int64(body.count))
+        #expect(try h.finish() == [])
+    }
+
+    @Test func customMethodIsKept() throws {
+        let h = try Harness()
+        let body = PatternChecker.bytes(count: 100_000, seed: 2)
+        let path = try FileUploadTests.tempFile(body)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var req = TransferRequest(method: "REPORT", url: h.url("/echo"))
+        req.body = .file(path: path)
+        let r = try h.fetch(req)
+        #expect(json(r)["method"] as? String == "REPORT")
+        #expect(json(r)["bodySha256"] as? String == sha256Hex(body))
+        #expect(try h.finish() == [])
+    }
+
+    /// A 307 makes libcurl send the body again: the seek callback rewinds the file.
+    @Test func bodyIsRewoundFor307() throws {
+        let h = try Harness()
+        let body = PatternChecker.bytes(count: 200_000, seed: 4)
+        let path = try FileUploadTests.tempFile(body)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var req = TransferRequest(method: "PUT", url: h.url("/redirect-to?url=%2Fecho&status=307"))
+        req.body = .file(path: path)
+        let r = try h.fetch(req)
+        #expect(r.succeeded, "\(String(describing: r.failure))")
+        #expect(json(r)["method"] as? String == "PUT")
+        #expect(json(r)["bodySha256"] as? String == sha256Hex(body))
+        #expect(try h.finish() == [])
+    }
+
+    @Test func missingFileIsRefusedAtStart() throws {
+        let h = try Harness()
+        var req = TransferRequest(method: "PUT", url: h.url("/echo"))
+        req.body = .file(path: "/nonexistent/xhrpc-no-such-file")
+        let r = Recorder()
+        let t = Transfer(request: req, delegate: r)
+        #expect {
+            try h.engine.start(t)
+        } throws: { e in
+            let f = e as? TransferFailure
+            return f?.code == 26 && f?.text.contains("No such file") == true
+        }
+        #expect(h.engine.activeTransfers == 0)
+        h.idle(seconds: 0.05)
+        #expect(r.order == [])
+        #expect(try h.finish() == [])
+    }
+}
