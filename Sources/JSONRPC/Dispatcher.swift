@@ -1,0 +1,134 @@
+import JSON
+
+/// Turns decoded JSON values into calls of registered methods, and their outcomes into
+/// responses. Pure with respect to I/O: it writes only through the `RPCPeer`, so the
+/// specification's examples run against it with no socket.
+///
+/// Calls run in the order they arrive, the members of a batch included, so one batch may
+/// create, open and send a request.
+public final class Dispatcher {
+    public let registry: MethodRegistry
+    /// Called for every call before its handler runs (metrics, logging, authentication
+    /// checks). Throwing refuses the call with that error.
+    public var gate: ((RPCCall) throws -> Void)?
+
+    public init(registry: MethodRegistry) { self.registry = registry }
+
+    /// Handles one top-level value read from a connection.
+    public func dispatch(_ value: JSONValue, from peer: RPCPeer) {
+        if case .array(let members) = value {
+            guard !members.isEmpty else {
+                send(.invalidRequest("an empty batch"), id: .null, to: peer)
+                return
+            }
+            let batch = BatchSink(peer: peer, count: members.count)
+            for member in members { run(member, peer: peer, sink: batch) }
+            batch.seal()
+        } else {
+            run(value, peer: peer, sink: DirectSink(peer: peer))
+        }
+    }
+
+    /// Answers a value the decoder could not parse.
+    public func parseFailed(_ error: JSONParseError, peer: RPCPeer) {
+        send(.parseError(error.message, offset: error.offset), id: .null, to: peer)
+    }
+
+    private func send(_ error: RPCError, id: JSONValue, to peer: RPCPeer) {
+        guard peer.isOpen else { return }
+        peer.send(["jsonrpc": "2.0", "error": error.json, "id": id])
+    }
+
+    private func run(_ value: JSONValue, peer: RPCPeer, sink: ReplySink) {
+        let call: RPCCall
+        let paramError: RPCError?
+        switch makeCall(value, peer: peer, sink: sink) {
+        case .failure(let invalid):
+            sink.deliver(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id])
+            return
+        case .success(let made):
+            (call, paramError) = made
+        }
+        do {
+            try gate?(call)
+            guard let method = registry.methods[call.method] else { throw RPCError.methodNotFound(call.method) }
+            if let paramError { throw paramError }
+            switch try method.handler(call) {
+            case .result(let result): call.reply(result)
+            case .deferred: if !call.isAnswered { call.markDeferred() }
+            }
+        } catch let e as RPCError {
+            call.fail(e)
+        } catch {
+            call.fail(.internalError(String(describing: error)))
+        }
+    }
+
+    private struct Invalid: Error {
+        let error: RPCError
+        let id: JSONValue
+    }
+
+    /// Checks the request object's shape, and the parameters against the declaration. A
+    /// well-formed request with bad parameters still makes a call (so a notification
+    /// stays silent); its parameter error comes back beside it.
+    private func makeCall(_ value: JSONValue, peer: RPCPeer, sink: ReplySink) -> Result<(RPCCall, RPCError?), Invalid> {
+        guard case .object(let o) = value else {
+            return .failure(Invalid(error: .invalidRequest("a request must be an object"), id: .null))
+        }
+        // An id of the wrong type cannot be echoed; answer with null as the spec says.
+        var id: JSONValue? = nil
+        if let raw = o["id"] {
+            switch raw {
+            case .string, .int, .double, .null: id = raw
+            default: return .failure(Invalid(error: .invalidRequest("'id' must be a string, a number or null"), id: .null))
+            }
+        }
+        let echoID = id ?? .null
+        guard o["jsonrpc"] == .string("2.0") else {
+            return .failure(Invalid(error: .invalidRequest("'jsonrpc' must be \"2.0\""), id: echoID))
+        }
+        guard case .string(let method)? = o["method"] else {
+            return .failure(Invalid(error: .invalidRequest("'method' must be a string"), id: echoID))
+        }
+        let raw = o["params"]
+        switch raw {
+        case nil, .array?, .object?: break
+        default: return .failure(Invalid(error: .invalidRequest("'params' must be an array or an object"), id: echoID))
+        }
+        var params = Params()
+        var paramError: RPCError?
+        if let m = registry.methods[method], case .named(let specs) = m.schema {
+            switch normalize(raw, specs) {
+            case .success(let p): params = p
+            case .failure(let e): paramError = e
+            }
+        }
+        let call = RPCCall(method: method, params: params, rawParams: raw, id: id, peer: peer, sink: sink)
+        return .success((call, paramError))
+    }
+
+    /// Maps positional parameters to names and checks names against the declaration.
+    private func normalize(_ raw: JSONValue?, _ specs: [ParamSpec]) -> Result<Params, RPCError> {
+        var o = JSONObject()
+        switch raw {
+        case .array(let items)?:
+            guard items.count <= specs.count else {
+                return .failure(.invalidParams("at most \(specs.count) positional parameters"))
+            }
+            for (spec, item) in zip(specs, items) { o[spec.name] = item }
+        case .object(let given)?:
+            for key in given.keys where !specs.contains(where: { $0.name == key }) {
+                let known = specs.map(\.name).joined(separator: ", ")
+                return .failure(.invalidParams("unknown parameter '\(key)'" + (known.isEmpty ? "" : "; known: \(known)")))
+            }
+            o = given
+        default:
+            break
+        }
+        for spec in specs where spec.required && (o[spec.name] == nil || o[spec.name] == .null) {
+            return .failure(.invalidParams("'\(spec.name)' is required"))
+        }
+        return .success(Params(o))
+    }
+}

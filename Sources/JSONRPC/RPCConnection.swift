@@ -1,0 +1,180 @@
+import EventLoop
+import JSON
+import Logging
+
+/// Limits of one connection.
+public struct ConnectionLimits: Sendable {
+    /// A single incoming message larger than this gets an error and the connection is
+    /// closed, before the message is buffered whole.
+    public var maxMessageBytes: Int = 16 << 20
+    /// Replies queued for a client that does not read: past this the connection is
+    /// closed with a log line. It must exceed the largest single reply.
+    public var maxOutboundBytes: Int = 64 << 20
+    /// Past this many queued bytes the connection stops reading new calls until the
+    /// client has read its replies: a pipelining client is slowed, not cut off.
+    public var pauseReadingBytes: Int = 4 << 20
+
+    public init() {}
+}
+
+/// One client connection: NDJSON framing over a libuv stream, the decoder, the
+/// out-queue and its limits. Lenient reading (any whitespace-separated JSON values,
+/// split anywhere), strict writing (one compact message per line).
+public final class RPCConnection: RPCPeer {
+    public let id: UInt64
+    public let stream: Stream
+    public var context: AnyObject?
+    /// Called once, when the connection has closed (for whatever reason).
+    public var onClose: ((RPCConnection) -> Void)?
+    public private(set) var isOpen = true
+    public var peerDescription: String
+
+    private let dispatcher: Dispatcher
+    private let decoder: JSONStreamDecoder
+    private let limits: ConnectionLimits
+    private let logger: Logger
+    /// Messages encoded while reading a chunk are written in one go at its end.
+    private var outBuffer: [UInt8] = []
+    private var collecting = false
+    private var readingPaused = false
+    private var eofReceived = false
+    private var deferredCalls = 0
+    public private(set) var bytesIn: UInt64 = 0
+    public private(set) var bytesOut: UInt64 = 0
+
+    public init(id: UInt64, stream: Stream, dispatcher: Dispatcher, limits: ConnectionLimits, logger: Logger) {
+        self.id = id
+        self.stream = stream
+        self.dispatcher = dispatcher
+        self.limits = limits
+        self.decoder = JSONStreamDecoder(maxValueBytes: limits.maxMessageBytes)
+        var logger = logger
+        logger[metadataKey: "conn"] = "\(id)"
+        self.logger = logger
+        self.peerDescription = stream.peerDescription
+    }
+
+    /// Starts reading calls.
+    public func start() throws {
+        stream.onWriteError = { [unowned self] error in
+            logger.debug("write failed: \(error)")
+            close(reason: nil)
+        }
+        stream.onDrain = { [unowned self] in drained() }
+        try stream.startReading(reader)
+    }
+
+    /// What the stream's reads go to; installed again when reading resumes after a pause.
+    private lazy var reader: (Stream.ReadEvent) -> Void = { [unowned self] event in
+        switch event {
+        case .data(let bytes): received(bytes)
+        case .eof: endOfInput()
+        case .error(let e):
+            logger.debug("read failed: \(e)")
+            close(reason: nil)
+        }
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        bytesIn += UInt64(bytes.count)
+        collecting = true
+        handle(decoder.feed(bytes))
+        collecting = false
+        flush()
+    }
+
+    private func endOfInput() {
+        eofReceived = true
+        stream.stopReading()
+        collecting = true
+        handle(decoder.finish())
+        collecting = false
+        flush()
+        closeIfFinished()
+    }
+
+    private func handle(_ events: [JSONStreamEvent]) {
+        for event in events {
+            guard isOpen else { return }
+            switch event {
+            case .value(let v):
+                dispatcher.dispatch(v, from: self)
+            case .error(let e):
+                dispatcher.parseFailed(e, peer: self)
+            case .tooLarge(let limit):
+                let err = RPCError.app(.messageTooLarge, "A message exceeded \(limit) bytes; the connection is closed",
+                                       ["limit": .int(Int64(limit))])
+                send(["jsonrpc": "2.0", "error": err.json, "id": .null])
+                logger.notice("closing \(peerDescription): message over \(limit) bytes")
+                closeAfterFlush()
+                return
+            }
+        }
+    }
+
+    /// Queues one message: compact JSON and a newline.
+    public func send(_ message: JSONValue) {
+        guard isOpen else { return }
+        JSON.encode(message, into: &outBuffer)
+        outBuffer.append(UInt8(ascii: "\n"))
+        if !collecting { flush() }
+    }
+
+    private func flush() {
+        guard isOpen, !outBuffer.isEmpty else { return }
+        bytesOut += UInt64(outBuffer.count)
+        stream.write(outBuffer)
+        outBuffer.removeAll(keepingCapacity: outBuffer.capacity <= 1 << 20)
+        let pending = stream.pendingWriteBytes
+        if pending > limits.maxOutboundBytes {
+            close(reason: "client is not reading: \(pending) bytes queued, limit \(limits.maxOutboundBytes)")
+        } else if pending > limits.pauseReadingBytes, !readingPaused, !eofReceived {
+            readingPaused = true
+            stream.stopReading()
+        }
+    }
+
+    private func drained() {
+        if readingPaused, isOpen, !eofReceived {
+            readingPaused = false
+            do { try stream.startReading(reader) } catch { close(reason: "cannot resume reading: \(error)") }
+        }
+        if closingAfterFlush { close(reason: nil) }
+    }
+
+    public func deferredCallStarted() { deferredCalls += 1 }
+
+    public func deferredCallEnded() {
+        deferredCalls -= 1
+        closeIfFinished()
+    }
+
+    /// A client that sent EOF still gets every reply; the connection ends when the last
+    /// call it made has been answered and written.
+    private func closeIfFinished() {
+        if eofReceived, deferredCalls == 0 { closeAfterFlush() }
+    }
+
+    private var closingAfterFlush = false
+
+    /// Stops reading and closes once everything queued has been written.
+    public func closeAfterFlush() {
+        guard isOpen else { return }
+        stream.stopReading()
+        flush()
+        if stream.pendingWriteBytes == 0 { close(reason: nil) } else { closingAfterFlush = true }
+    }
+
+    /// Closes now, discarding what is queued. A reason is logged at notice level.
+    public func close(reason: String?) {
+        guard isOpen else { return }
+        isOpen = false
+        if let reason { logger.notice("closing \(peerDescription): \(reason)") }
+        stream.onDrain = nil
+        stream.onWriteError = nil
+        stream.close()
+        let done = onClose
+        onClose = nil
+        done?(self)
+    }
+}
