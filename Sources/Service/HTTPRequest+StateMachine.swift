@@ -1,0 +1,116 @@
+/// The request object's life as a pure state machine: no I/O, no clock, unit-tested
+/// alone. Each event is a mutating function that returns what the owner must do; the
+/// owner (`HTTPRequest`) only performs those actions. One function, `move`, changes the
+/// state, so every transition yields exactly one `notify`, in order.
+///
+/// Transitions (GDHttpRequest's table, DESIGN.md §4):
+/// - UNSENT: `open` → OPENED.
+/// - OPENED: `open` → OPENED again (options kept, headers and body cleared); `send` → SENT.
+/// - SENT: head received → HEADERS_RECEIVED; failure → DONE; `abort` → DONE.
+/// - HEADERS_RECEIVED: first body bytes (or the end) → LOADING; failure or `abort` → DONE.
+/// - LOADING: completion, failure or `abort` → DONE.
+/// - DONE: `open` → OPENED.
+/// `open` from SENT, HEADERS_RECEIVED or LOADING aborts first (→ DONE, then → OPENED).
+/// A success completes through every state it skipped: a response that arrives in one
+/// read still reports HEADERS_RECEIVED, LOADING and DONE.
+struct RequestStateMachine {
+    private(set) var state: RequestState = .unsent
+
+    /// What the owner does, in the order given.
+    enum Action: Equatable {
+        /// Tell subscribers about the state just entered.
+        case notify(RequestState)
+        /// Stop the transfer under way; no event of it may arrive afterwards.
+        case cancelTransfer
+        /// Drop the response: status, headers and unread body.
+        case clearResponse
+        /// Drop the request's headers and form values (open clears them).
+        case clearRequest
+        /// Hand the configured request to the engine.
+        case startTransfer
+        /// Record the response head (status, headers) just received.
+        case recordHead
+        /// Record that the request ended without a response: status 0 and this text.
+        case recordFailure(String)
+        /// Answer a waiting synchronous `send`.
+        case answerSyncSend
+    }
+
+    /// A client call made in a state that does not allow it.
+    struct Misuse: Error, Equatable {
+        let state: RequestState
+    }
+
+    private mutating func move(to next: RequestState, _ actions: inout [Action]) {
+        state = next
+        actions.append(.notify(next))
+    }
+
+    mutating func open() -> [Action] {
+        var actions: [Action] = []
+        if state.isInFlight { actions += abortActions() }
+        actions += [.clearRequest, .clearResponse]
+        move(to: .opened, &actions)
+        return actions
+    }
+
+    mutating func send() throws(Misuse) -> [Action] {
+        guard state == .opened else { throw Misuse(state: state) }
+        var actions: [Action] = [.clearResponse]
+        move(to: .sent, &actions)
+        actions.append(.startTransfer)
+        return actions
+    }
+
+    /// The final response's head arrived.
+    mutating func headReceived() -> [Action] {
+        guard state == .sent else { return [] }
+        var actions: [Action] = [.recordHead]
+        move(to: .headersReceived, &actions)
+        return actions
+    }
+
+    /// Body bytes arrived (the head was reported before them).
+    mutating func bodyReceived() -> [Action] {
+        guard state == .headersReceived else { return [] }
+        var actions: [Action] = []
+        move(to: .loading, &actions)
+        return actions
+    }
+
+    /// The transfer ended well. A head is always delivered before this.
+    mutating func completed() -> [Action] {
+        guard state.isInFlight else { return [] }
+        var actions: [Action] = []
+        if state == .sent { actions += headReceived() }
+        if state == .headersReceived { move(to: .loading, &actions) }
+        move(to: .done, &actions)
+        actions.append(.answerSyncSend)
+        return actions
+    }
+
+    /// The transfer ended without a (complete) response.
+    mutating func failed(_ text: String) -> [Action] {
+        guard state.isInFlight else { return [] }
+        var actions: [Action] = [.clearResponse, .recordFailure(text)]
+        move(to: .done, &actions)
+        actions.append(.answerSyncSend)
+        return actions
+    }
+
+    /// The seed's abort: true only while a transfer is under way.
+    mutating func abort() -> (aborted: Bool, actions: [Action]) {
+        guard state.isInFlight else { return (false, []) }
+        return (true, abortActions())
+    }
+
+    private mutating func abortActions() -> [Action] {
+        var actions: [Action] = [.cancelTransfer, .clearResponse, .clearRequest, .recordFailure("Aborted")]
+        move(to: .done, &actions)
+        actions.append(.answerSyncSend)
+        return actions
+    }
+
+    /// Whether pre-send options may be changed now.
+    var acceptsOptions: Bool { state == .unsent || state == .opened }
+}

@@ -1,0 +1,337 @@
+import Foundation
+import HTTPEngine
+import JSON
+import JSONRPC
+
+/// A request object living in the server: XMLHttpRequest / GDHttpRequest semantics on
+/// a libcurl transfer. The state machine decides; this class performs its actions:
+/// it starts and cancels transfers, keeps the response and the unread body, and tells
+/// subscribers about every transition.
+///
+/// Lifetime: the principal's table holds it from `create` to `release` (or until the
+/// connection that created it closes). The engine's `cancel` guarantees that no event
+/// of a stopped transfer arrives afterwards, so a late completion of a transfer that
+/// `open` or `abort` replaced is never reported.
+final class HTTPRequest: TransferDelegate {
+    let handle: String
+    unowned let principal: Principal
+    /// The connection that created it; its requests end with it.
+    weak var creator: ClientSession?
+    private unowned let server: Server
+    private var settings: RequestSettings { server.requestSettings }
+    private var hub: NotificationHub { server.hub }
+
+    private var machine = RequestStateMachine()
+    var state: RequestState { machine.state }
+
+    // What `open` and the pre-send calls configured.
+    private(set) var method = "GET"
+    private(set) var url = ""
+    private var isAsync = true
+    private var user: String?
+    private var password: String?
+    private var auth: AuthScheme = .basic
+    private var headers: [(name: String, value: String)] = []
+    private var postValues: [(key: String, value: String)] = []
+    var followRedirects = true
+    /// For `fetch`, which needs the whole body at once: a body over the buffer limit
+    /// ends the request with a failure instead of pausing the transfer.
+    var failsWhenBufferFull = false
+    var multiplexing = true
+    /// The connection that opened it, told about transitions unless it said not to be.
+    weak var opener: ClientSession?
+
+    // The response.
+    private(set) var status = 0
+    private(set) var statusText = ""
+    private(set) var responseHeaders: [(name: String, value: String)] = []
+    private var body = ByteQueue()
+    private var transfer: Transfer?
+    private var pendingHead: ResponseHead?
+    private var syncCall: RPCCall?
+    private var onDone: (() -> Void)?
+
+    // Progress, coalesced by the hub.
+    private(set) var progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
+    private(set) var lastReportedUpload: Int64 = 0
+    var progressPending = false
+
+    init(handle: String, principal: Principal, creator: ClientSession?, server: Server) {
+        self.handle = handle
+        self.principal = principal
+        self.creator = creator
+        self.server = server
+    }
+
+    // MARK: Calls
+
+    func open(method: String, url: String, async: Bool, user: String?, password: String?, auth: AuthScheme,
+              opener: ClientSession?) {
+        self.method = method
+        self.url = url
+        self.isAsync = async
+        self.user = user
+        self.password = password
+        self.auth = auth
+        self.opener = opener
+        perform(machine.open())
+    }
+
+    func setRequestHeader(_ name: String, _ value: String) throws(RPCError) {
+        guard state == .opened else { throw misuse("setRequestHeader", allowed: "OPENED") }
+        // As XMLHttpRequest does, a header set twice is sent once with both values.
+        if let i = headers.firstIndex(where: { $0.name.lowercased() == name.lowercased() }) {
+            headers[i].value += ", " + value
+        } else {
+            headers.append((name, value))
+        }
+    }
+
+    func setPostValue(_ key: String, _ value: String) throws(RPCError) {
+        guard machine.acceptsOptions else { throw misuse("setPostValue", allowed: "UNSENT or OPENED") }
+        postValues.append((key, value))
+    }
+
+    func clearPostValues() throws(RPCError) {
+        guard machine.acceptsOptions else { throw misuse("clearPostValues", allowed: "UNSENT or OPENED") }
+        postValues = []
+    }
+
+    /// Checks that a pre-send option may be changed now.
+    func checkOptionsAllowed(_ method: String) throws(RPCError) {
+        guard machine.acceptsOptions else { throw misuse(method, allowed: "UNSENT or OPENED") }
+    }
+
+    /// Starts the transfer. For a synchronous request the call is answered at DONE.
+    func send(body: TransferBody, timeout: Double, call: RPCCall?) throws(RPCError) -> Bool {
+        guard state == .opened else { throw misuse("send", allowed: "OPENED") }
+        var request = TransferRequest(method: method, url: url)
+        request.headers = headers
+        request.timeout = timeout
+        request.followRedirects = followRedirects
+        request.maxRedirects = settings.maxRedirects
+        request.user = user
+        request.password = password
+        request.auth = auth
+        request.multiplexing = multiplexing
+        switch body {
+        case .none where !postValues.isEmpty:
+            request.body = .bytes(Array(FormEncoding.encode(postValues).utf8))
+            if !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+                request.headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+            }
+            if method == "GET" { request.method = "POST" }
+        case .file:
+            request.body = body
+            if ["GET", "HEAD", "POST"].contains(method) { request.method = "PUT" }
+        default:
+            request.body = body
+        }
+        let t = Transfer(request: request, delegate: self)
+        do {
+            try server.engine.start(t)
+        } catch let e as TransferFailure {
+            throw RPCError.invalidParams("cannot send: \(e.text)")
+        } catch {
+            throw RPCError.internalError("cannot send: \(error)")
+        }
+        transfer = t
+        syncCall = isAsync ? nil : call
+        perform((try? machine.send()) ?? [])
+        return isAsync
+    }
+
+    func abort() -> Bool {
+        let (aborted, actions) = machine.abort()
+        perform(actions)
+        return aborted
+    }
+
+    /// The seed's `close`: after DONE, the connections this request used are not reused.
+    func close() -> Bool {
+        guard state == .done, let t = lastTransfer else { return false }
+        server.engine.closeConnections(usedBy: t)
+        lastTransfer = nil
+        return true
+    }
+    private var lastTransfer: Transfer?
+
+    /// Ends the object: aborts a transfer under way and answers a waiting sync send.
+    func release() {
+        _ = abort()
+        transfer = nil
+        lastTransfer = nil
+        if let call = syncCall {
+            syncCall = nil
+            call.reply(summary)
+        }
+    }
+
+    /// Runs `body` once the request reaches DONE (used by `fetch`).
+    func whenDone(_ body: @escaping () -> Void) { onDone = body }
+
+    /// Reads up to `maxBytes` of the unread body. With `utf8`, a character split at the
+    /// end is held back for the next call, and bytes that are not UTF-8 are refused.
+    func readBody(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> JSONValue {
+        var n = min(maxBytes, body.count)
+        var text: String
+        switch encoding {
+        case .base64:
+            text = Data(body.peek(n)).base64EncodedString()
+        case .utf8:
+            let chunk = body.peek(n)
+            let complete = state == .done && n == body.count
+            switch UTF8Cut.validPrefix(chunk, allowIncompleteTail: !complete) {
+            case .valid(let length):
+                n = length
+                text = String(decoding: chunk.prefix(length), as: UTF8.self)
+            case .invalid(let offset):
+                throw RPCError.app(.invalidState, "The body is not UTF-8 at byte \(offset) of what is unread; read it as base64",
+                                   ["offset": .int(Int64(offset))])
+            }
+        }
+        body.consume(n)
+        if let t = transfer, t.isPaused, body.count < settings.maxBufferBytes { t.resume() }
+        return [
+            "data": .string(text), "encoding": .string(encoding.rawValue), "bytes": .int(Int64(n)),
+            "done": .bool(state == .done && body.isEmpty),
+        ]
+    }
+
+    var unreadBytes: Int { body.count }
+
+    /// The whole unread body (fetch), consumed.
+    func takeBody() -> [UInt8] {
+        let all = Array(body.peek(body.count))
+        body.removeAll()
+        return all
+    }
+
+    /// `{state, stateName, status, statusText}`, the reply of a synchronous send.
+    var summary: JSONValue {
+        ["state": .int(Int64(state.rawValue)), "stateName": .string(state.name), "status": .int(Int64(status)),
+         "statusText": .string(statusText)]
+    }
+
+    /// The URL without credentials, for `list` and logs.
+    var displayURL: String { URLRedaction.redact(url) }
+
+    func responseHeader(_ name: String) -> String {
+        let wanted = name.lowercased()
+        return responseHeaders.filter { $0.name.lowercased() == wanted }.map(\.value).joined(separator: ", ")
+    }
+
+    var allResponseHeaders: String {
+        responseHeaders.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+    }
+
+    func misuse(_ method: String, allowed: String) -> RPCError {
+        .app(.invalidState, "\(method) is allowed in \(allowed) only; the request is \(state.name)",
+             ["state": .int(Int64(state.rawValue)), "stateName": .string(state.name)])
+    }
+
+    // MARK: Performing the machine's actions
+
+    private func perform(_ actions: [RequestStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .notify(let s):
+                if s == .done { hub.flushProgress(of: self) }
+                hub.stateChanged(self, to: s)
+                if s == .done, let done = onDone {
+                    onDone = nil
+                    done()
+                }
+            case .cancelTransfer:
+                if let t = transfer { server.engine.cancel(t) }
+                transfer = nil
+            case .clearResponse:
+                status = 0
+                statusText = ""
+                responseHeaders = []
+                pendingHead = nil
+                body.removeAll()
+                progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
+                lastReportedUpload = 0
+            case .clearRequest:
+                headers = []
+                postValues = []
+            case .startTransfer:
+                break  // started before the transition, so a refused start changes nothing
+            case .recordHead:
+                if let head = pendingHead {
+                    status = head.status
+                    statusText = head.statusText
+                    responseHeaders = head.headers
+                }
+            case .recordFailure(let text):
+                status = 0
+                statusText = text
+            case .answerSyncSend:
+                if let t = transfer { lastTransfer = t }
+                transfer = nil
+                if let call = syncCall {
+                    syncCall = nil
+                    call.reply(summary)
+                }
+            }
+        }
+    }
+
+    // MARK: TransferDelegate
+
+    func transfer(_ t: Transfer, receivedHead head: ResponseHead) {
+        pendingHead = head
+        perform(machine.headReceived())
+    }
+
+    func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
+        if failsWhenBufferFull, body.count + bytes.count > settings.maxBufferBytes {
+            // libcurl forbids removing a transfer from inside its callback: pause it
+            // now and end it on the next turn.
+            server.soon { [weak self] in
+                guard let self, transfer === t else { return }
+                perform([.cancelTransfer] + machine.failed(
+                    "The response body is larger than \(settings.maxBufferBytes) bytes; read it with the request object API"))
+            }
+            return false
+        }
+        if body.count >= settings.maxBufferBytes { return false }
+        body.append(bytes)
+        perform(machine.bodyReceived())
+        return true
+    }
+
+    func transfer(_ t: Transfer, progressed p: TransferProgress) {
+        progress = p
+        hub.progressed(self)
+    }
+
+    func transfer(_ t: Transfer, completedWith failure: TransferFailure?) {
+        lastTransfer = t
+        if let failure {
+            perform(machine.failed(failure.text))
+        } else {
+            perform(machine.completed())
+        }
+    }
+
+    /// Marks the current progress as reported and returns the upload delta since the
+    /// previous report.
+    func takeProgressDelta() -> Int64 {
+        let delta = progress.uploaded - lastReportedUpload
+        lastReportedUpload = progress.uploaded
+        return delta
+    }
+}
+
+/// How `getReceiveBuffer` encodes bytes.
+enum BodyEncoding: String {
+    case base64, utf8
+}
+
+/// Settings every request inherits from the server's configuration.
+struct RequestSettings {
+    var maxBufferBytes: Int
+    var maxRedirects: Int
+}

@@ -1,0 +1,81 @@
+import Foundation
+import HTTPEngine
+import JSON
+import JSONRPC
+
+/// `fetch`: the whole exchange in one call, built on the same request object as the
+/// object API (so it has the same semantics and failures), answered at DONE.
+extension Server {
+    func registerFetch() {
+        registry.register("fetch", params: ["method?", "url", "headers?", "body?", "bodyBase64?", "timeout?", "responseType?"]) {
+            [unowned self] call in
+            let s = try session(call)
+            let p = call.params
+            let method = try p.optionalString("method") ?? "GET"
+            guard HTTPSyntax.isToken(method) else { throw RPCError.invalidParams("'method' must be an HTTP method token such as GET") }
+            let url = try p.string("url")
+            try HTTPSyntax.checkURL(url)
+            let responseType = try p.optionalWord("responseType", oneOf: ["text", "base64", "json"]) ?? "text"
+            let body: TransferBody
+            switch (try p.optionalString("body"), try p.optionalString("bodyBase64")) {
+            case (nil, nil): body = .none
+            case (let text?, nil): body = .bytes(Array(text.utf8))
+            case (nil, let b64?): body = .bytes(try Base64Param.decode(b64, name: "bodyBase64"))
+            default: throw RPCError.invalidParams("give 'body' or 'bodyBase64', not both")
+            }
+            let timeout = try p.optionalSeconds("timeout") ?? 0
+
+            let r = HTTPRequest(handle: "fetch", principal: s.principal, creator: nil, server: self)
+            r.failsWhenBufferFull = true
+            r.open(method: HTTPSyntax.normalizeMethod(method), url: url, async: true, user: nil, password: nil,
+                   auth: .basic, opener: nil)
+            for m in try p.optionalObject("headers")?.members ?? [] {
+                guard let value = m.value.stringValue else { throw RPCError.invalidParams("header '\(m.key)' must have a string value") }
+                guard HTTPSyntax.isToken(m.key), HTTPSyntax.isFieldValue(value) else {
+                    throw RPCError.invalidParams("header '\(m.key)' is not a valid header name and value")
+                }
+                try r.setRequestHeader(m.key, value)
+            }
+            r.whenDone { [weak r, weak s] in
+                guard let r else { return }
+                s?.fetches[ObjectIdentifier(r)] = nil
+                call.reply(Self.fetchResult(r, responseType: responseType))
+                r.release()
+            }
+            _ = try r.send(body: body, timeout: timeout, call: nil)
+            s.fetches[ObjectIdentifier(r)] = r
+            return .deferred
+        }
+    }
+
+    /// `{status, statusText, headers, body, encoding}` from a finished request.
+    private static func fetchResult(_ r: HTTPRequest, responseType: String) -> JSONValue {
+        var headers = JSONObject()
+        for h in r.responseHeaders {
+            if let existing = headers.members.first(where: { $0.key.lowercased() == h.name.lowercased() }) {
+                headers[existing.key] = .string((existing.value.stringValue ?? "") + ", " + h.value)
+            } else {
+                headers[h.name] = .string(h.value)
+            }
+        }
+        let bytes = r.takeBody()
+        var body: JSONValue
+        var encoding: String
+        let text: String? = responseType == "base64" ? nil
+            : (UTF8Cut.validPrefix(bytes[...], allowIncompleteTail: false) == .valid(bytes.count)
+                ? String(decoding: bytes, as: UTF8.self) : nil)
+        if let text {
+            body = .string(text)
+            encoding = "utf8"
+            if responseType == "json", let value = try? JSON.decode(bytes) {
+                body = value
+                encoding = "json"
+            }
+        } else {
+            body = .string(Data(bytes).base64EncodedString())
+            encoding = "base64"
+        }
+        return ["status": .int(Int64(r.status)), "statusText": .string(r.statusText), "headers": .object(headers),
+                "body": body, "encoding": .string(encoding)]
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import HTTPEngine
+import JSON
+import JSONRPC
+
+/// The request object's methods (DESIGN.md §4). Each is declared with its parameters;
+/// the dispatcher has checked names and presence before a handler runs.
+extension Server {
+    func session(_ call: RPCCall) throws(RPCError) -> ClientSession {
+        guard let s = call.peer.context as? ClientSession else {
+            throw .internalError("the connection has no session")
+        }
+        return s
+    }
+
+    func request(_ call: RPCCall) throws(RPCError) -> HTTPRequest {
+        try session(call).principal.request(try call.params.string("request"))
+    }
+
+    /// Declares a method whose one job is to act on an existing request.
+    private func onRequest(_ name: String, params: [String] = [],
+                           _ body: @escaping (HTTPRequest, RPCCall) throws -> JSONValue) {
+        registry.register(name, params: ["request"] + params) { [unowned self] call in
+            .result(try body(try request(call), call))
+        }
+    }
+
+    func registerRequestMethods() {
+        registry.register("create", params: ["request?"]) { [unowned self] call in
+            let s = try session(call)
+            let handle: String
+            if let name = try call.params.optionalString("request") {
+                guard RequestName.isValid(name) else {
+                    throw RPCError.invalidParams("'request' must be 1 to 128 of A-Z a-z 0-9 . _ : - and not start with \(RequestName.generatedPrefix)")
+                }
+                guard s.principal.requests[name] == nil else {
+                    throw RPCError.app(.alreadyExists, "A request named '\(name)' exists; release it or choose another name",
+                                       ["request": .string(name)])
+                }
+                handle = name
+            } else {
+                handle = RequestName.generate { s.principal.requests[$0] != nil }
+            }
+            let r = HTTPRequest(handle: handle, principal: s.principal, creator: s, server: self)
+            s.principal.add(r)
+            s.createdRequests.insert(handle)
+            return .result(["request": .string(handle)])
+        }
+
+        onRequest("open", params: ["method", "url", "async?", "user?", "password?", "auth?", "subscribe?"]) { [unowned self] r, call in
+            let p = call.params
+            let method = try p.string("method")
+            guard HTTPSyntax.isToken(method) else { throw RPCError.invalidParams("'method' must be an HTTP method token such as GET") }
+            let url = try p.string("url")
+            try HTTPSyntax.checkURL(url)
+            let auth = try p.optionalWord("auth", oneOf: AuthScheme.allNames).flatMap(AuthScheme.init(rawValue:)) ?? .basic
+            let s = try session(call)
+            r.open(method: HTTPSyntax.normalizeMethod(method), url: url,
+                   async: try p.bool("async", default: true), user: try p.optionalString("user"),
+                   password: try p.optionalString("password"), auth: auth,
+                   opener: try p.bool("subscribe", default: true) ? s : nil)
+            return true
+        }
+
+        onRequest("setRequestHeader", params: ["header", "value"]) { r, call in
+            let name = try call.params.string("header")
+            let value = try call.params.string("value")
+            guard HTTPSyntax.isToken(name) else {
+                throw RPCError.invalidParams("'header' must be a header name (letters, digits and !#$%&'*+-.^_`|~), without CR, LF or NUL")
+            }
+            guard HTTPSyntax.isFieldValue(value) else { throw RPCError.invalidParams("'value' must not contain CR, LF or NUL") }
+            try r.setRequestHeader(name, value)
+            return true
+        }
+
+        onRequest("setPostValue", params: ["key", "value"]) { r, call in
+            try r.setPostValue(try call.params.string("key"), try call.params.string("value"))
+            return true
+        }
+
+        onRequest("clearPostValues") { r, _ in
+            try r.clearPostValues()
+            return true
+        }
+
+        onRequest("disableFollowLocation") { r, _ in
+            try r.checkOptionsAllowed("disableFollowLocation")
+            r.followRedirects = false
+            return true
+        }
+
+        onRequest("setPipelining", params: ["enabled"]) { r, call in
+            let on = try call.params.bool("enabled", default: true)
+            try r.checkOptionsAllowed("setPipelining")
+            r.multiplexing = on
+            return true
+        }
+
+        registerSend("send", params: ["body?", "bodyBase64?", "timeout?"]) { p in
+            switch (try p.optionalString("body"), try p.optionalString("bodyBase64")) {
+            case (nil, nil): return .none
+            case (let text?, nil): return .bytes(Array(text.utf8))
+            case (nil, let b64?): return .bytes(try Base64Param.decode(b64, name: "bodyBase64"))
+            default: throw RPCError.invalidParams("give 'body' or 'bodyBase64', not both")
+            }
+        }
+        registerSend("sendData", params: ["data", "timeout?"]) { p in
+            .bytes(try Base64Param.decode(try p.string("data"), name: "data"))
+        }
+        registerSend("sendWithFile", params: ["path", "timeout?"]) { [unowned self] p in
+            guard let root = config.uploadRoot else {
+                throw RPCError.app(.forbidden, "sendWithFile needs the server to be started with --upload-root")
+            }
+            return .file(path: try UploadRoot.resolve(try p.string("path"), root: root))
+        }
+
+        onRequest("getState") { r, _ in
+            ["state": .int(Int64(r.state.rawValue)), "stateName": .string(r.state.name)]
+        }
+        onRequest("getStatus") { r, _ in .int(Int64(r.status)) }
+        onRequest("getStatusText") { r, _ in .string(r.statusText) }
+        onRequest("getResponseHeader", params: ["header"]) { r, call in
+            .string(r.responseHeader(try call.params.string("header")))
+        }
+        onRequest("getAllResponseHeaders") { r, _ in .string(r.allResponseHeaders) }
+
+        onRequest("getReceiveBuffer", params: ["encoding?", "maxBytes?"]) { r, call in
+            let encoding = try call.params.optionalWord("encoding", oneOf: ["base64", "utf8"]).flatMap(BodyEncoding.init(rawValue:)) ?? .base64
+            let max = try call.params.optionalInt("maxBytes", in: 0...Int64(Int32.max)).map(Int.init) ?? Int.max
+            return try r.readBody(maxBytes: max, encoding: encoding)
+        }
+
+        onRequest("abort") { r, _ in .bool(r.abort()) }
+        onRequest("close") { r, _ in .bool(r.close()) }
+        onRequest("release") { [unowned self] r, _ in
+            release(r)
+            return true
+        }
+
+        registry.register("list", params: []) { [unowned self] call in
+            let s = try session(call)
+            let items = s.principal.requests.values.sorted { $0.handle < $1.handle }.map { r -> JSONValue in
+                ["request": .string(r.handle), "state": .int(Int64(r.state.rawValue)), "stateName": .string(r.state.name),
+                 "method": .string(r.method), "url": .string(r.displayURL), "status": .int(Int64(r.status))]
+            }
+            return .result(.array(items))
+        }
+    }
+
+    /// The three sends differ only in where the body comes from.
+    private func registerSend(_ name: String, params: [String], body: @escaping (Params) throws -> TransferBody) {
+        registry.register(name, params: ["request"] + params) { [unowned self] call in
+            let r = try request(call)
+            guard r.state == .opened else { throw r.misuse(name, allowed: "OPENED") }
+            let transferBody = try body(call.params)
+            let timeout = try call.params.optionalSeconds("timeout") ?? 0
+            let isAsync = try r.send(body: transferBody, timeout: timeout, call: call)
+            return isAsync ? .result(true) : .deferred
+        }
+    }
+}
+
+/// Request handles: the client's own names, or generated ones that cannot be guessed.
+enum RequestName {
+    static let generatedPrefix = "req_"
+
+    static func isValid(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 128 && !name.hasPrefix(generatedPrefix)
+            && name.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                    || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: ":") || b == UInt8(ascii: "-")
+            }
+    }
+
+    /// `prefix` and 128 random bits from the system's generator (getrandom on Linux),
+    /// as 32 hex digits; drawn again in the unlikely case that `taken` says so.
+    static func generate(prefix: String = generatedPrefix, taken: (String) -> Bool) -> String {
+        var rng = SystemRandomNumberGenerator()
+        func hex(_ v: UInt64) -> String {
+            let s = String(v, radix: 16)
+            return String(repeating: "0", count: 16 - s.count) + s
+        }
+        while true {
+            let name = prefix + hex(rng.next()) + hex(rng.next())
+            if !taken(name) { return name }
+        }
+    }
+}
+
+/// Base64 parameters: an invalid one is the caller's error, said with its name.
+enum Base64Param {
+    static func decode(_ text: String, name: String) throws(RPCError) -> [UInt8] {
+        guard let d = Data(base64Encoded: text) else { throw .invalidParams("'\(name)' is not valid base64") }
+        return [UInt8](d)
+    }
+}
+
+extension AuthScheme {
+    static var allNames: [String] { ["BASIC", "DIGEST", "NEGOTIATE", "NTLM"] }
+}

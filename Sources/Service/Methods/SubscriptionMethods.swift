@@ -1,0 +1,48 @@
+import JSON
+import JSONRPC
+
+/// `subscribe` and `unsubscribe` (DESIGN.md §5).
+extension Server {
+    func registerSubscriptionMethods() {
+        registry.register("subscribe", params: ["request?", "all?", "events?"]) { [unowned self] call in
+            let s = try session(call)
+            let p = call.params
+            let all = try p.bool("all", default: false)
+            let handle = try p.optionalString("request")
+            switch (handle, all) {
+            case (nil, false): throw RPCError.invalidParams("give 'request' or 'all': true")
+            case (_?, true): throw RPCError.invalidParams("give 'request' or 'all': true, not both")
+            case (let h?, false): _ = try s.principal.request(h)
+            default: break
+            }
+            var events: Set<EventKind> = [.stateChange, .progress]
+            if let list = p["events"] {
+                guard let items = list.arrayValue, !items.isEmpty else {
+                    throw RPCError.invalidParams("'events' must be a non-empty array of \(EventKind.allCases.map(\.rawValue))")
+                }
+                events = []
+                for item in items {
+                    guard let word = item.stringValue, let kind = EventKind(rawValue: word) else {
+                        throw RPCError.invalidParams("'events' may hold \(EventKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    events.insert(kind)
+                }
+            }
+            let id = RequestName.generate(prefix: "sub_") { s.principal.subscriptions[$0] != nil }
+            s.principal.subscriptions[id] = Subscription(id: id, session: s, request: handle, events: events)
+            s.subscriptionIDs.insert(id)
+            return .result(["subscription": .string(id)])
+        }
+
+        registry.register("unsubscribe", params: ["subscription"]) { [unowned self] call in
+            let s = try session(call)
+            let id = try call.params.string("subscription")
+            guard s.principal.subscriptions[id] != nil else {
+                throw RPCError.app(.unknownHandle, "No subscription '\(id)'", ["subscription": .string(id)])
+            }
+            s.principal.subscriptions[id] = nil
+            s.subscriptionIDs.remove(id)
+            return .result(true)
+        }
+    }
+}

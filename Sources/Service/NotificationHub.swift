@@ -1,0 +1,97 @@
+import EventLoop
+import JSON
+import JSONRPC
+
+/// Delivers `onStateChange` and `onProgress` to the connections that asked for them.
+///
+/// State changes go out at once, each exactly once per connection, in order; they are
+/// never dropped (a connection that cannot keep up is closed by its out-queue limit).
+/// Progress is coalesced: a request that progressed is marked, and one timer, running
+/// only while something is marked, reports each marked request at most once per tick
+/// (50 ms), so a fast transfer costs a subscriber twenty small messages a second.
+final class NotificationHub {
+    static let progressInterval: UInt64 = 50
+    private let timer: Timer
+    private var marked: [ObjectIdentifier: HTTPRequest] = [:]
+
+    init(loop: Loop) throws {
+        timer = try Timer(loop: loop)
+    }
+
+    func close() { timer.close() }
+
+    /// The sessions that receive `kind` events of `request`, each once.
+    private func recipients(of request: HTTPRequest, _ kind: EventKind) -> [ClientSession] {
+        var seen = Set<ObjectIdentifier>()
+        var out: [ClientSession] = []
+        func add(_ s: ClientSession?) {
+            guard let s, s.connection.isOpen, seen.insert(ObjectIdentifier(s)).inserted else { return }
+            out.append(s)
+        }
+        if kind == .stateChange { add(request.opener) }
+        for sub in request.principal.subscriptions.values
+        where (sub.request == nil || sub.request == request.handle) && sub.events.contains(kind) {
+            add(sub.session)
+        }
+        return out
+    }
+
+    /// Tells subscribers that `request` entered `state`. The state is passed in, not read
+    /// from the request: the machine may already be further on when several transitions
+    /// happen in one turn, and each must be reported as itself.
+    func stateChanged(_ request: HTTPRequest, to state: RequestState) {
+        let targets = recipients(of: request, .stateChange)
+        guard !targets.isEmpty else { return }
+        let params: JSONValue = [
+            "request": .string(request.handle), "state": .int(Int64(state.rawValue)),
+            "stateName": .string(state.name), "status": .int(Int64(request.status)),
+            "statusText": .string(request.statusText),
+        ]
+        for s in targets { s.connection.notify("onStateChange", params) }
+    }
+
+    /// Marks a request whose progress changed; reported at the next tick.
+    func progressed(_ request: HTTPRequest) {
+        guard !request.progressPending else { return }
+        request.progressPending = true
+        marked[ObjectIdentifier(request)] = request
+        if !timer.isActive {
+            timer.start(timeout: Self.progressInterval, repeat: Self.progressInterval) { [unowned self] in tick() }
+        }
+    }
+
+    /// Reports a request's pending progress now (before its DONE), so the last figures
+    /// arrive before the end.
+    func flushProgress(of request: HTTPRequest) {
+        guard request.progressPending else { return }
+        marked[ObjectIdentifier(request)] = nil
+        report(request)
+    }
+
+    /// Drops a released request's pending report.
+    func forget(_ request: HTTPRequest) {
+        marked[ObjectIdentifier(request)] = nil
+        request.progressPending = false
+    }
+
+    private func tick() {
+        let due = marked.values
+        marked = [:]
+        for r in due { report(r) }
+        if marked.isEmpty { timer.stop() }
+    }
+
+    private func report(_ request: HTTPRequest) {
+        request.progressPending = false
+        let delta = request.takeProgressDelta()
+        let targets = recipients(of: request, .progress)
+        guard !targets.isEmpty else { return }
+        let p = request.progress
+        let params: JSONValue = [
+            "request": .string(request.handle), "bytesWritten": .int(delta), "totalBytesWritten": .int(p.uploaded),
+            "totalBytesExpectedToWrite": .int(p.uploadTotal), "totalBytesReceived": .int(p.downloaded),
+            "totalBytesExpectedToReceive": .int(p.downloadTotal),
+        ]
+        for s in targets { s.connection.notify("onProgress", params) }
+    }
+}

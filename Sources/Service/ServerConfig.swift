@@ -1,0 +1,70 @@
+import Foundation
+import HTTPEngine
+import JSONRPC
+
+/// Where the server listens: `unix:PATH` or `tcp:HOST:PORT` (an IPv6 host in brackets).
+public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
+    case unix(path: String)
+    case tcp(host: String, port: Int)
+
+    public struct ParseError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public static func parse(_ text: String) throws(ParseError) -> ListenAddress {
+        if text.hasPrefix("unix:") {
+            let path = String(text.dropFirst(5))
+            guard !path.isEmpty else { throw ParseError(description: "'\(text)': unix: needs a path") }
+            return .unix(path: path)
+        }
+        if text.hasPrefix("tcp:") {
+            let rest = text.dropFirst(4)
+            guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]),
+                  (0...65535).contains(port)
+            else { throw ParseError(description: "'\(text)': expected tcp:HOST:PORT with a port from 0 to 65535") }
+            var host = String(rest[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty else { throw ParseError(description: "'\(text)': tcp: needs a host") }
+            return .tcp(host: host, port: port)
+        }
+        throw ParseError(description: "'\(text)': a listen address is unix:PATH or tcp:HOST:PORT")
+    }
+
+    public var description: String {
+        switch self {
+        case .unix(let path): "unix:\(path)"
+        case .tcp(let host, let port): host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
+        }
+    }
+
+    /// Whether a TCP host is a loopback address (127.0.0.0/8, ::1, localhost).
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// The default: `$XDG_RUNTIME_DIR/xhrpc.sock`, else `/tmp/xhrpc-<uid>.sock`.
+    public static var defaultUnix: ListenAddress {
+        if let dir = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !dir.isEmpty {
+            return .unix(path: dir + "/xhrpc.sock")
+        }
+        return .unix(path: "/tmp/xhrpc-\(getuid()).sock")
+    }
+}
+
+/// Everything the server is configured with; the command line and the config file fill
+/// it in.
+public struct ServerConfig: Sendable {
+    public var listen: [ListenAddress] = []
+    /// Permission bits of Unix sockets (0600: the owner only).
+    public var unixSocketMode: UInt16 = 0o600
+    public var connection = ConnectionLimits()
+    public var maxConnections = 1024
+    /// Unread response bytes held per request before its transfer pauses.
+    public var maxBufferBytes = 8 << 20
+    public var maxRedirects = 10
+    /// `sendWithFile` reads only below this directory; nil refuses it.
+    public var uploadRoot: String?
+    public var engine = EngineOptions()
+
+    public init() {}
+}

@@ -1,0 +1,120 @@
+import ArgumentParser
+import Foundation
+import JSON
+import Logging
+import Service
+
+/// The command line of xhrpcd. Every flag also has a key in the `--config` JSON file
+/// (named in its help); a flag given on the command line wins over the file.
+struct XHRPCD: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "xhrpcd",
+        abstract: "Performs HTTP(S) requests for programs in any language, over JSON-RPC 2.0.",
+        discussion: """
+            Clients connect over a Unix or TCP socket and speak JSON-RPC 2.0, one JSON value \
+            per line. `rpc.discover` returns the OpenRPC description of every method. \
+            SIGINT or SIGTERM stops the server cleanly.
+            """,
+        version: Server.version)
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Where to listen: unix:PATH or tcp:HOST:PORT (repeatable; config key \"listen\", an array). Default: unix:$XDG_RUNTIME_DIR/xhrpc.sock, else unix:/tmp/xhrpc-<uid>.sock. TCP is refused on non-loopback addresses until tokens exist.",
+        valueName: "address"))
+    var listen: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("A JSON file with any of the settings below, by their config keys.", valueName: "file"))
+    var config: String?
+
+    @Option(name: .long, help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (config key \"logLevel\"; default info).", valueName: "level"))
+    var logLevel: String?
+
+    @Option(name: .long, help: ArgumentHelp("text or json, written to stderr (config key \"logFormat\"; default text).", valueName: "format"))
+    var logFormat: String?
+
+    @Option(name: .long, help: ArgumentHelp("Largest incoming message; a bigger one gets an error and its connection is closed (config key \"maxMessageBytes\"; default 16777216).", valueName: "n"))
+    var maxMessageBytes: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Most client connections at once; more are refused with an error (config key \"maxConnections\"; default 1024).", valueName: "n"))
+    var maxConnections: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Unread response bytes held per request before its transfer pauses until the client reads (config key \"maxBufferBytes\"; default 8388608).", valueName: "n"))
+    var maxBufferBytes: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Redirects followed per request (config key \"maxRedirects\"; default 10).", valueName: "n"))
+    var maxRedirects: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Directory that sendWithFile may read from; without it sendWithFile is refused (config key \"uploadRoot\").", valueName: "dir"))
+    var uploadRoot: String?
+
+    @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
+    var socketMode: String?
+
+    mutating func run() throws {
+        let file = try config.map(ConfigFile.load) ?? ConfigFile()
+        var settings = ServerConfig()
+        let addresses = listen.isEmpty ? file.strings("listen") ?? [] : listen
+        do {
+            settings.listen = try addresses.map { a throws(ListenAddress.ParseError) in try ListenAddress.parse(a) }
+        } catch {
+            throw ValidationError(error.description)
+        }
+        if settings.listen.isEmpty { settings.listen = [ListenAddress.defaultUnix] }
+        settings.connection.maxMessageBytes = try positive(maxMessageBytes ?? file.int("maxMessageBytes"), "max-message-bytes")
+            ?? settings.connection.maxMessageBytes
+        // The out-queue must hold the largest reply: a full buffer as base64, and more.
+        settings.maxConnections = try positive(maxConnections ?? file.int("maxConnections"), "max-connections") ?? settings.maxConnections
+        settings.maxBufferBytes = try positive(maxBufferBytes ?? file.int("maxBufferBytes"), "max-buffer-bytes") ?? settings.maxBufferBytes
+        settings.connection.maxOutboundBytes = max(settings.connection.maxOutboundBytes, settings.maxBufferBytes * 3)
+        settings.maxRedirects = try positive(maxRedirects ?? file.int("maxRedirects"), "max-redirects", allowZero: true) ?? settings.maxRedirects
+        settings.uploadRoot = uploadRoot ?? file.string("uploadRoot")
+        if let mode = socketMode ?? file.string("socketMode") {
+            guard let bits = UInt16(mode, radix: 8), bits <= 0o777 else {
+                throw ValidationError("--socket-mode must be octal permission bits such as 0600")
+            }
+            settings.unixSocketMode = bits
+        }
+        let level = logLevel ?? file.string("logLevel") ?? "info"
+        guard let parsedLevel = Logger.Level(rawValue: level) else {
+            throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let format = logFormat ?? file.string("logFormat") ?? "text"
+        guard let logFormat = StderrLogHandler.Format(rawValue: format) else {
+            throw ValidationError("--log-format must be text or json")
+        }
+        try Daemon.run(settings, level: parsedLevel, format: logFormat)
+    }
+
+    private func positive(_ v: Int?, _ name: String, allowZero: Bool = false) throws -> Int? {
+        guard let v else { return nil }
+        guard v > 0 || (allowZero && v == 0) else { throw ValidationError("--\(name) must be a positive number") }
+        return v
+    }
+}
+
+/// The `--config` file: a JSON object whose keys are the flags' config keys.
+struct ConfigFile {
+    var values = JSONObject()
+
+    static func load(_ path: String) throws -> ConfigFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read the config file \(path)")
+        }
+        do {
+            guard case .object(let o) = try JSON.decode([UInt8](data)) else {
+                throw ValidationError("the config file \(path) must hold a JSON object")
+            }
+            let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
+                              "maxRedirects", "uploadRoot", "socketMode"]
+            for key in o.keys where !known.contains(key) {
+                throw ValidationError("the config file \(path) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
+            }
+            return ConfigFile(values: o)
+        } catch let e as JSONParseError {
+            throw ValidationError("the config file \(path) is not JSON: \(e)")
+        }
+    }
+
+    func string(_ key: String) -> String? { values[key]?.stringValue }
+    func int(_ key: String) -> Int? { values[key]?.int64Value.map(Int.init) }
+    func strings(_ key: String) -> [String]? { values[key]?.arrayValue?.compactMap(\.stringValue) }
+}

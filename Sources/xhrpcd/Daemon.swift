@@ -1,0 +1,49 @@
+import ArgumentParser
+import EventLoop
+import Foundation
+import HTTPEngine
+import Logging
+import Service
+
+/// Starts the server on a loop, stops it on SIGINT/SIGTERM, and returns once every
+/// handle is closed, so the process exits 0 after a clean stop.
+enum Daemon {
+    static func run(_ config: ServerConfig, level: Logger.Level, format: StderrLogHandler.Format) throws {
+        LoggingSystem.bootstrap { label in
+            var h = StderrLogHandler(label: label, format: format)
+            h.logLevel = level
+            return h
+        }
+        let logger = Logger(label: "xhrpcd")
+        // A client closing mid-write would otherwise kill the process with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        // A parent may hand down a mask that blocks the stop signals; take them back.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+        TransferEngine.globalInit()
+
+        let loop = try Loop()
+        let server = try Server(config: config, loop: loop, logger: logger)
+        do {
+            try server.start()
+        } catch {
+            logger.critical("\(error)")
+            server.shutdown {}
+            loop.run()
+            throw ExitCode(1)
+        }
+        var watchers: [SignalWatcher] = []
+        let stop = {
+            logger.info("stopping")
+            for w in watchers { w.close() }
+            server.shutdown { logger.info("stopped") }
+        }
+        watchers = try [SIGINT, SIGTERM].map { try SignalWatcher(loop: loop, signal: $0, stop) }
+        logger.info("\(Server.name) \(Server.version) ready")
+        loop.run()
+        try loop.close()
+    }
+}

@@ -1,0 +1,30 @@
+import EventLoop
+import Foundation
+import JSON
+import JSONRPC
+import Logging
+import Testing
+@testable import Service
+
+/// api/openrpc.json is the contract: the server's methods and the document's are the
+/// same set, with the same parameter names in the same order.
+@Test func registeredMethodsMatchTheOpenRPCDocument() throws {
+    let loop = try Loop()
+    let server = try Server(config: ServerConfig(), loop: loop, logger: Logger(label: "contract"))
+    let text = try String(contentsOfFile: Upstream.repoRoot + "/api/openrpc.json", encoding: .utf8)
+    let doc = try JSON.decode(text)
+    var documented: [String: [String]] = [:]
+    for m in doc["methods"]?.arrayValue ?? [] {
+        documented[m["name"]?.stringValue ?? "?"] = (m["params"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+    }
+    #expect(server.methodParameterNames == documented)
+    #expect(Server.openRPCDocument == doc)
+    // Every application error reason is documented.
+    let reasons = Set((doc["components"]?["errors"]?.objectValue?.members ?? []).compactMap { $0.value["data"]?["reason"]?.stringValue })
+    #expect(reasons == Set(RPCError.Reason.allCases.map(\.rawValue)))
+    var done = false
+    server.shutdown { done = true }
+    loop.run()
+    #expect(done)
+    try loop.close()
+}

@@ -1,0 +1,33 @@
+import Foundation
+import JSON
+import Testing
+
+@Suite(.serialized) struct FetchTests {
+    @Test func fetchReturnsTheWholeExchange() throws {
+        try withServer { server, up in
+            let c = try server.connect()
+            let r = try c.call("fetch", ["url": .string(up.base + "/echo"), "method": "PUT", "headers": ["X-Test": "1"],
+                                         "body": "hello", "responseType": "json"])
+            #expect(r["status"] == 200)
+            #expect(r["statusText"] == "OK")
+            #expect(r["encoding"] == "json")
+            #expect(r["body"]?["method"] == "PUT")
+            #expect(r["body"]?["headers"]?["x-test"] == "1")
+            #expect(r["headers"]?["Content-Type"] == "application/json")
+            let bin = try c.call("fetch", ["url": .string(up.base + "/bytes/300")])
+            #expect(bin["encoding"] == "base64")
+            #expect(bin["body"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } == Pattern.bytes(300))
+            let failed = try c.call("fetch", ["url": .string("http://127.0.0.1:\(try closedPort())/")])
+            #expect(failed["status"] == 0)
+        }
+    }
+
+    @Test func fetchRefusesBodiesOverTheBuffer() throws {
+        try withServer({ $0.maxBufferBytes = 100_000 }) { server, up in
+            let c = try server.connect()
+            let r = try c.call("fetch", ["url": .string(up.base + "/bytes/1000000")])
+            #expect(r["status"] == 0)
+            #expect(r["statusText"]?.stringValue?.contains("larger than 100000 bytes") == true)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import JSON
+@testable import Service
+
+/// A server and an upstream for one test, both stopped at the end; the test fails if
+/// the server leaves a handle open.
+func withServer(_ tweak: @escaping @Sendable (inout ServerConfig) -> Void = { _ in },
+                _ body: (TestServer, Upstream) throws -> Void) throws {
+    let upstream = try Upstream()
+    defer { upstream.stop() }
+    let server = try TestServer(tweak)
+    var leftOpen: [String] = []
+    do {
+        try body(server, upstream)
+        leftOpen = server.stop()
+    } catch {
+        server.stop()
+        throw error
+    }
+    if !leftOpen.isEmpty { throw HandlesLeftOpen(names: leftOpen) }
+}
+
+struct HandlesLeftOpen: Error { let names: [String] }
+
+extension TestClient {
+    /// create + open + send in one batch; returns the handle.
+    @discardableResult
+    func start(_ url: String, method: String = "GET", name: String? = nil, open extra: JSONObject = [:],
+               send sendParams: JSONObject = [:]) throws -> String {
+        let handle = name ?? "r\(UInt32.random(in: 0...UInt32.max))"
+        var openParams: JSONObject = ["request": .string(handle), "method": .string(method), "url": .string(url)]
+        for m in extra.members { openParams[m.key] = m.value }
+        var sp: JSONObject = ["request": .string(handle)]
+        for m in sendParams.members { sp[m.key] = m.value }
+        let id0 = Int64.random(in: 1_000_000...9_000_000)
+        let batch: JSONValue = [
+            ["jsonrpc": "2.0", "method": "create", "params": ["request": .string(handle)], "id": .int(id0)],
+            ["jsonrpc": "2.0", "method": "open", "params": .object(openParams), "id": .int(id0 + 1)],
+            ["jsonrpc": "2.0", "method": "send", "params": .object(sp), "id": .int(id0 + 2)],
+        ]
+        sendRaw(JSON.encode(batch) + [10])
+        while true {
+            let m = try readMessage()
+            if case .array(let replies) = m {
+                for r in replies where r["error"] != nil { throw RPCFailure(error: r["error"]!) }
+                return handle
+            }
+            if m["method"] != nil { notifications.append(m) }
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Testing
+@testable import Service
+
+@Test func utf8CutHoldsBackASplitCharacter() {
+    let euro: [UInt8] = [0xE2, 0x82, 0xAC]
+    #expect(UTF8Cut.validPrefix(ArraySlice([0x61] + euro), allowIncompleteTail: false) == .valid(4))
+    #expect(UTF8Cut.validPrefix(ArraySlice([0x61] + euro.prefix(2)), allowIncompleteTail: true) == .valid(1))
+    #expect(UTF8Cut.validPrefix(ArraySlice([0x61] + euro.prefix(2)), allowIncompleteTail: false) == .invalid(1))
+    #expect(UTF8Cut.validPrefix([0x61, 0xFF, 0x61], allowIncompleteTail: true) == .invalid(1))
+    #expect(UTF8Cut.validPrefix([0xED, 0xA0, 0x80], allowIncompleteTail: true) == .invalid(0))  // a surrogate
+    #expect(UTF8Cut.validPrefix([0xF0, 0x9F, 0x98, 0x80], allowIncompleteTail: false) == .valid(4))
+}
+
+@Test func formEncodingMatchesBrowsers() {
+    #expect(FormEncoding.encode([("a b", "c&d=é"), ("x", "")]) == "a+b=c%26d%3D%C3%A9&x=")
+}
+
+@Test func credentialsAreRemovedFromURLs() {
+    #expect(URLRedaction.redact("https://user:secret@example.com/p?q=1") == "https://example.com/p?q=1")
+    #expect(URLRedaction.redact("http://example.com/a@b") == "http://example.com/a@b")
+}
+
+@Test func byteQueueNeverReturnsAByteTwice() {
+    var q = ByteQueue()
+    var out: [UInt8] = []
+    var next: UInt8 = 0
+    for round in 0..<200 {
+        let chunk = (0..<(round % 17 + 1)).map { _ -> UInt8 in defer { next &+= 1 }; return next }
+        chunk.withUnsafeBytes { q.append($0) }
+        let take = (round * 7) % 13
+        out += q.peek(take)
+        q.consume(take)
+    }
+    out += q.peek(q.count)
+    q.consume(q.count)
+    #expect(out == (0..<out.count).map { UInt8(truncatingIfNeeded: $0) })
+    #expect(q.isEmpty)
+}
+
+@Test func listenAddressesParse() throws {
+    #expect(try ListenAddress.parse("unix:/tmp/x.sock") == .unix(path: "/tmp/x.sock"))
+    #expect(try ListenAddress.parse("tcp:127.0.0.1:0") == .tcp(host: "127.0.0.1", port: 0))
+    #expect(try ListenAddress.parse("tcp:[::1]:8080") == .tcp(host: "::1", port: 8080))
+    #expect(throws: ListenAddress.ParseError.self) { try ListenAddress.parse("tcp:host") }
+    #expect(throws: ListenAddress.ParseError.self) { try ListenAddress.parse("udp:1") }
+}
