@@ -1,0 +1,438 @@
+"""Test support: start the real xhrpcd binary and the fixture upstream, compare messages.
+
+The binary is ``$XHRPCD`` if set, else ``<repo>/.build/debug/xhrpcd``, else
+``<repo>/.build/release/xhrpcd``.  A missing binary fails the tests (a CI run
+must not pass by skipping everything); set ``XHRPC_SKIP_WITHOUT_SERVER=1`` to
+skip instead.
+
+Every wait here has a deadline; no test sleeps to let something happen.
+"""
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = REPO / "Tests" / "Fixtures"
+CLIENT_DIR = REPO / "clients" / "python"
+for _p in (str(CLIENT_DIR), str(FIXTURES)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from xhrpc import Client  # noqa: E402
+import pattern  # noqa: E402,F401  (re-exported for the tests)
+
+START_DEADLINE = 20.0
+STOP_DEADLINE = 15.0
+
+
+def find_binary():
+    """Path of the xhrpcd binary to test, or None."""
+    env = os.environ.get("XHRPCD")
+    if env:
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    for sub in ("debug", "release"):
+        p = REPO / ".build" / sub / "xhrpcd"
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    return None
+
+
+def require_binary():
+    path = find_binary()
+    if path is None:
+        msg = ("xhrpcd binary not found: set XHRPCD or build it (swift build --product xhrpcd); "
+               "looked at $XHRPCD, %s/.build/{debug,release}/xhrpcd" % REPO)
+        if os.environ.get("XHRPC_SKIP_WITHOUT_SERVER") == "1":
+            raise unittest.SkipTest(msg)
+        raise RuntimeError(msg)
+    return path
+
+
+def free_tcp_port(host="127.0.0.1"):
+    """A port that was free a moment ago (bind to 0, read it, close)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _pause(proc, seconds):
+    """Wait up to ``seconds`` for ``proc`` to exit; True if it exited.
+
+    Used between connection attempts while a server starts: the wait ends at
+    once if the process dies, so a crash is reported without delay.
+    """
+    try:
+        proc.wait(timeout=seconds)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+class XhrpcServer:
+    """One xhrpcd process on a temporary Unix socket (and optionally loopback TCP)."""
+
+    def __init__(self, tcp=False, args=(), log_level="warning"):
+        self.tcp = tcp
+        self.extra_args = list(args)
+        self.log_level = log_level
+        self.proc = None
+        self.dir = None
+        self.socket_path = None
+        self.tcp_port = None
+
+    def start(self):
+        binary = require_binary()
+        # /tmp keeps the socket path well under the 108-byte sun_path limit.
+        self.dir = tempfile.mkdtemp(prefix="xhrpc-py-", dir="/tmp")
+        self.socket_path = os.path.join(self.dir, "s.sock")
+        argv = [binary, "--listen", "unix:" + self.socket_path, "--log-level", self.log_level]
+        if self.tcp:
+            self.tcp_port = free_tcp_port()
+            argv += ["--listen", "tcp:127.0.0.1:%d" % self.tcp_port]
+            argv += os.environ.get("XHRPC_TCP_ARGS", "").split()
+        argv += self.extra_args
+        self.argv = argv
+        self.stdout_path = os.path.join(self.dir, "stdout.log")
+        self.stderr_path = os.path.join(self.dir, "stderr.log")
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + START_DEADLINE
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("xhrpcd exited with %s during start-up: %s\nstderr:\n%s" % (
+                    self.proc.returncode, " ".join(self.argv), self.stderr_text()))
+            if self._accepts():
+                return
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError("xhrpcd did not accept connections within %ss: %s\nstderr:\n%s" % (
+                    START_DEADLINE, " ".join(self.argv), self.stderr_text()))
+            _pause(self.proc, 0.02)
+
+    def _accepts(self):
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(1)
+                s.connect(self.socket_path)
+            if self.tcp:
+                with socket.create_connection(("127.0.0.1", self.tcp_port), timeout=1):
+                    pass
+            return True
+        except OSError:
+            return False
+
+    def stderr_text(self, limit=20000):
+        try:
+            with open(self.stderr_path, "rb") as f:
+                return f.read()[-limit:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def connect(self):
+        return Client.connect_unix(self.socket_path)
+
+    def connect_tcp(self):
+        return Client.connect_tcp("127.0.0.1", self.tcp_port)
+
+    def raw_socket(self, timeout=10):
+        """A plain connected Unix socket, for byte-level tests."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(self.socket_path)
+        return s
+
+    def stop(self):
+        """SIGTERM, wait, clean up; return the exit code (None if it had to be killed)."""
+        if self.proc is None:
+            return 0
+        code = self.proc.poll()
+        if code is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                code = self.proc.wait(timeout=STOP_DEADLINE)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                code = None
+        if code == 0 and self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return code
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=STOP_DEADLINE)
+
+
+class Upstream:
+    """The fixture upstream (``Tests/Fixtures/upstream.py``) on 127.0.0.1."""
+
+    def __init__(self, host="127.0.0.1"):
+        self.host = host
+        self.proc = None
+        self.port = None
+
+    def start(self):
+        self.stderr_file = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(FIXTURES / "upstream.py"), "--host", self.host, "--port", "0"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file)
+        deadline = time.monotonic() + START_DEADLINE
+        line = b""
+        fd = self.proc.stdout.fileno()
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.proc.kill()
+                raise RuntimeError("upstream did not print READY within %ss" % START_DEADLINE)
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 256)
+                if not chunk:
+                    raise RuntimeError("upstream exited before READY (code %s)" % self.proc.wait(5))
+                line += chunk
+        if not line.startswith(b"READY ") or line.count(b"\n") != 1:
+            raise RuntimeError("upstream printed %r instead of one READY line" % line)
+        self.port = int(line.split()[1])
+        return self
+
+    @property
+    def base(self):
+        host = "[%s]" % self.host if ":" in self.host else self.host
+        return "http://%s:%d" % (host, self.port)
+
+    def url(self, path):
+        return self.base + path
+
+    def stop(self):
+        """Close its stdin (which stops it) and return its exit code."""
+        if self.proc is None:
+            return 0
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            code = self.proc.wait(timeout=STOP_DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(STOP_DEADLINE)
+            code = None
+        self.proc.stdout.close()
+        return code
+
+
+# --------------------------------------------------------------------------
+# Exact comparison with placeholders for text meant for people.
+
+class _Any:
+    def __init__(self, kind, name):
+        self.kind = kind
+        self.name = name
+
+    def matches(self, value):
+        if self.kind is int:
+            return isinstance(value, int) and not isinstance(value, bool)
+        return isinstance(value, self.kind)
+
+    def __repr__(self):
+        return self.name
+
+
+ANY_STR = _Any(str, "ANY_STR")
+ANY_INT = _Any(int, "ANY_INT")
+ANY_NUMBER = _Any((int, float), "ANY_NUMBER")
+
+
+def mismatch(expected, got, path="$"):
+    """First difference between ``expected`` (may hold ANY_* placeholders) and ``got``, or None.
+
+    Types are compared strictly (1 is not 1.0 nor True), dict keys exactly.
+    """
+    if isinstance(expected, _Any):
+        return None if expected.matches(got) else "%s: expected %r, got %r" % (path, expected, got)
+    if type(expected) is not type(got):
+        return "%s: expected %r (%s), got %r (%s)" % (
+            path, expected, type(expected).__name__, got, type(got).__name__)
+    if isinstance(expected, dict):
+        if set(expected) != set(got):
+            return "%s: keys differ: expected %s, got %s" % (path, sorted(expected), sorted(got))
+        for k in expected:
+            m = mismatch(expected[k], got[k], "%s.%s" % (path, k))
+            if m:
+                return m
+        return None
+    if isinstance(expected, list):
+        if len(expected) != len(got):
+            return "%s: expected %d items, got %d: %s" % (path, len(expected), len(got), _short(got))
+        for i, (e, g) in enumerate(zip(expected, got)):
+            m = mismatch(e, g, "%s[%d]" % (path, i))
+            if m:
+                return m
+        return None
+    return None if expected == got else "%s: expected %r, got %r" % (path, expected, got)
+
+
+def _short(v, limit=600):
+    s = json.dumps(v, ensure_ascii=False, default=repr)
+    return s if len(s) <= limit else s[:limit] + "…"
+
+
+def is_compact_json_line(raw):
+    """True when ``raw`` (one line without its newline) has no white space outside strings."""
+    in_string = False
+    escaped = False
+    for b in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif b == 0x5C:
+                escaped = True
+            elif b == 0x22:
+                in_string = False
+        elif b == 0x22:
+            in_string = True
+        elif b in (0x20, 0x09, 0x0A, 0x0D):
+            return False
+    return not in_string
+
+
+# Expected error objects, as the server builds them (Sources/JSONRPC/RPCError.swift):
+# the `detail` and `offset` texts are for people and are matched by type only.
+
+def err(code, message, data=None, id=None):
+    e = {"code": code, "message": message}
+    if data is not None:
+        e["data"] = data
+    return {"jsonrpc": "2.0", "error": e, "id": id}
+
+
+def parse_error():
+    return err(-32700, "Parse error", {"detail": ANY_STR, "offset": ANY_INT}, None)
+
+
+def invalid_request(id=None):
+    return err(-32600, "Invalid Request", {"detail": ANY_STR}, id)
+
+
+def method_not_found(method, id):
+    return err(-32601, "Method not found", {"method": method}, id)
+
+
+def invalid_params(id):
+    return err(-32602, "Invalid params", {"detail": ANY_STR}, id)
+
+
+def result(value, id):
+    return {"jsonrpc": "2.0", "result": value, "id": id}
+
+
+SERVER_INFO = {"name": ANY_STR, "version": ANY_STR, "uptimeSeconds": ANY_NUMBER, "connections": ANY_INT}
+
+
+def req(method, id=None, params=None, notification=False):
+    """A request object (a dict); ``notification=True`` leaves out the id."""
+    m = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        m["params"] = params
+    if not notification:
+        m["id"] = id
+    return m
+
+
+def line(obj):
+    """Compact JSON of ``obj`` plus a newline, as bytes."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+class ServerTestCase(unittest.TestCase):
+    """Starts one xhrpcd per test class (and the upstream when ``UPSTREAM``).
+
+    The class fails in tearDownClass when the server does not exit 0 on SIGTERM,
+    and each test fails when the server died during it.
+    """
+
+    SERVER_ARGS = ()
+    TCP = False
+    UPSTREAM = False
+    server = None
+    upstream = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if cls.UPSTREAM:
+            cls.upstream = Upstream().start()
+            cls.addClassCleanup(cls._stop_upstream)
+        cls.server = XhrpcServer(tcp=cls.TCP, args=cls.SERVER_ARGS).start()
+
+    @classmethod
+    def _stop_upstream(cls):
+        code = cls.upstream.stop()
+        if code != 0:
+            raise AssertionError("fixture upstream exited with %r" % code)
+
+    @classmethod
+    def tearDownClass(cls):
+        server, cls.server = cls.server, None
+        if server is not None:
+            code = server.stop()
+            if code != 0:
+                raise AssertionError("xhrpcd exited with %r after SIGTERM (expected 0)\nstderr:\n%s" % (
+                    code, server.stderr_text()))
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(self._check_alive)
+
+    def _check_alive(self):
+        if not self.server.alive():
+            self.fail("xhrpcd died during the test (exit %r)\nstderr:\n%s" % (
+                self.server.proc.returncode, self.server.stderr_text()))
+
+    def connect(self):
+        c = self.server.connect()
+        self.addCleanup(c.close)
+        return c
+
+    def assertMessage(self, expected, got, note=""):
+        m = mismatch(expected, got)
+        if m:
+            self.fail("%s%s\n  expected: %s\n  got:      %s" % (
+                note + ": " if note else "", m, _short(expected, 2000), _short(got, 2000)))
+
+    def assertNextMessages(self, client, expected, timeout=10, note=""):
+        """The next len(expected) messages on ``client`` are exactly ``expected``, in order."""
+        got = []
+        for i in range(len(expected)):
+            try:
+                got.append(client.read_message(timeout))
+            except Exception as e:
+                self.fail("%smessage %d of %d did not arrive (%s: %s); got so far: %s" % (
+                    note + ": " if note else "", i + 1, len(expected), type(e).__name__, e, _short(got)))
+        self.assertMessage(expected, got, note)
+        return got
+
+    def assertNoReplyBefore(self, client, sentinel_id=987654, note=""):
+        """Nothing was answered before a sentinel call made now (replies come in order)."""
+        client.send(req("server.info", sentinel_id))
+        msg = client.read_message(10)
+        self.assertMessage(result(SERVER_INFO, sentinel_id), msg, note or "expected no reply before the sentinel")
