@@ -1,0 +1,34 @@
+# xhrpcd in a container: the build stage installs the same -dev packages as `make deps`
+# and builds release; the runtime stage is Debian slim with the shared libraries only.
+# The server listens on a Unix socket in the /run/xhrpc volume; share that volume with
+# the client containers.
+
+FROM swift:6.3.1-bookworm AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Package.swift ./
+COPY Sources ./Sources
+COPY Plugins ./Plugins
+COPY Benchmarks ./Benchmarks
+COPY Tests ./Tests
+COPY api ./api
+RUN swift build -c release --product xhrpcd --static-swift-stdlib \
+ && cp "$(swift build -c release --show-bin-path)/xhrpcd" /usr/local/bin/xhrpcd
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      libuv1 libcurl4 libyajl2 ca-certificates socat \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin xhrpc \
+ && mkdir -p /run/xhrpc && chown xhrpc /run/xhrpc
+COPY --from=build /usr/local/bin/xhrpcd /usr/local/bin/xhrpcd
+USER 10001
+VOLUME ["/run/xhrpc"]
+HEALTHCHECK --interval=30s --timeout=3s --retries=3 \
+  CMD ["/bin/sh", "-c", "echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server.info\"}' | socat -t 2 - UNIX-CONNECT:/run/xhrpc/xhrpc.sock | grep -q result"]
+ENTRYPOINT ["/usr/local/bin/xhrpcd"]
+CMD ["--listen", "unix:/run/xhrpc/xhrpc.sock", "--socket-mode", "0660"]
