@@ -7,6 +7,9 @@ import JSON
 final class TestClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
+    /// Bytes of `buffer` already searched for a newline.
+    private var scanned = 0
+    private var chunk = [UInt8](repeating: 0, count: 1 << 20)
     private var nextID: Int64 = 1
     /// Notifications received and not yet taken, in arrival order.
     var notifications: [JSONValue] = []
@@ -64,19 +67,25 @@ final class TestClient {
     func readMessage(timeout: Double = 10) throws -> JSONValue {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
-            if let nl = buffer.firstIndex(of: 10) {
-                let line = Array(buffer[..<nl])
-                buffer.removeFirst(nl + 1)
-                return try JSON.decode(line)
+            // memchr, not firstIndex: this runs over multi-megabyte lines in debug builds.
+            let nl: Int? = buffer.withUnsafeBytes { raw in
+                guard scanned < raw.count, let p = memchr(raw.baseAddress! + scanned, 10, raw.count - scanned) else { return nil }
+                return raw.baseAddress!.distance(to: UnsafeRawPointer(p))
             }
+            if let nl {
+                let message = try buffer.withUnsafeBytes { try JSON.decode(UnsafeRawBufferPointer(rebasing: $0[..<nl])) }
+                buffer.removeSubrange(...nl)
+                scanned = 0
+                return message
+            }
+            scanned = buffer.count
             let left = deadline.timeIntervalSinceNow
             guard left > 0 else { throw Timeout() }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, Int32(min(left, 1) * 1000) + 1) > 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 1 << 20)
-            let n = read(fd, &chunk, chunk.count)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             guard n > 0 else { throw Closed() }
-            buffer += chunk[..<n]
+            buffer.append(contentsOf: chunk[..<n])
         }
     }
 
