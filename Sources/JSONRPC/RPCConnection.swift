@@ -33,17 +33,23 @@ public final class RPCConnection: RPCPeer {
     private let decoder: JSONStreamDecoder
     private let limits: ConnectionLimits
     private let logger: Logger
-    /// Messages encoded while reading a chunk are written in one go at its end.
+    private let coalescer: WriteCoalescer?
+    /// Messages encoded while reading a chunk are written in one go at its end; those
+    /// sent at other times wait for the coalescer's flush at the end of the loop turn.
     private var outBuffer: [UInt8] = []
     private var collecting = false
+    private var flushScheduledThisTurn = false
     private var readingPaused = false
     private var eofReceived = false
     private var deferredCalls = 0
     public private(set) var bytesIn: UInt64 = 0
     public private(set) var bytesOut: UInt64 = 0
 
-    public init(id: UInt64, stream: Stream, dispatcher: Dispatcher, limits: ConnectionLimits, logger: Logger) {
+    /// Without a coalescer, messages sent outside of reading are written at once.
+    public init(id: UInt64, stream: Stream, dispatcher: Dispatcher, limits: ConnectionLimits, logger: Logger,
+                coalescer: WriteCoalescer? = nil) {
         self.id = id
+        self.coalescer = coalescer
         self.stream = stream
         self.dispatcher = dispatcher
         self.limits = limits
@@ -117,7 +123,21 @@ public final class RPCConnection: RPCPeer {
         guard isOpen else { return }
         JSON.encode(message, into: &outBuffer)
         outBuffer.append(UInt8(ascii: "\n"))
-        if !collecting { flush() }
+        guard !collecting else { return }
+        if let coalescer {
+            if !flushScheduledThisTurn {
+                flushScheduledThisTurn = true
+                coalescer.schedule(self)
+            }
+        } else {
+            flush()
+        }
+    }
+
+    /// The coalescer's turn-end flush.
+    func flushScheduled() {
+        flushScheduledThisTurn = false
+        flush()
     }
 
     private func flush() {

@@ -1,4 +1,3 @@
-import Foundation
 import JSONRPC
 
 /// The syntax checks on what clients hand us for the HTTP request: methods and header
@@ -27,15 +26,41 @@ enum HTTPSyntax {
         return ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH"].contains(upper) ? upper : m
     }
 
+    /// A cheap shape check at `open`: an absolute http(s) URL with a host and, if given,
+    /// a numeric port. libcurl parses the URL fully when the request is sent.
     static func checkURL(_ url: String) throws(RPCError) {
         guard url.utf8.count <= 8192 else { throw .invalidParams("'url' is longer than 8192 bytes") }
-        guard isFieldValue(url), !url.contains(" ") else { throw .invalidParams("'url' must not contain spaces, CR, LF or NUL") }
-        guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased() else {
-            throw .invalidParams("'url' must be an absolute http or https URL")
+        guard isFieldValue(url), !url.utf8.contains(UInt8(ascii: " ")) else {
+            throw .invalidParams("'url' must not contain spaces, CR, LF or NUL")
         }
+        guard let sep = url.firstRange(of: "://") else { throw .invalidParams("'url' must be an absolute http or https URL") }
+        let scheme = url[..<sep.lowerBound].lowercased()
         guard scheme == "http" || scheme == "https" else {
             throw .invalidParams("'url' uses the scheme '\(scheme)'; only http and https are spoken")
         }
-        guard let host = c.host, !host.isEmpty else { throw .invalidParams("'url' has no host") }
+        let rest = url[sep.upperBound...]
+        var authority = rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var host = authority
+        var port: Substring = ""
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw .invalidParams("'url' has an unclosed [ in its host") }
+            host = authority[...close]
+            port = authority[authority.index(after: close)...]
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            port = authority[colon...]
+        }
+        guard !host.isEmpty, host != "[]" else { throw .invalidParams("'url' has no host") }
+        if !port.isEmpty {
+            let digits = port.dropFirst()
+            guard port.first == ":", digits.allSatisfy(\.isASCIIDigit), digits.count <= 5 else {
+                throw .invalidParams("'url' has a port that is not a number")
+            }
+        }
     }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }

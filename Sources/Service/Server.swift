@@ -18,6 +18,7 @@ public final class Server {
     let dispatcher: Dispatcher
     let engine: TransferEngine
     let hub: NotificationHub
+    let coalescer: WriteCoalescer
     let requestSettings: RequestSettings
     /// Until principals and tokens exist, every connection acts for this one.
     let localPrincipal = Principal(name: "local")
@@ -36,6 +37,7 @@ public final class Server {
         dispatcher = Dispatcher(registry: registry)
         engine = try TransferEngine(loop: loop, options: config.engine)
         hub = try NotificationHub(loop: loop)
+        coalescer = try WriteCoalescer(loop: loop)
         requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects)
         registerMethods()
     }
@@ -92,7 +94,8 @@ public final class Server {
         guard !shuttingDown else { stream.close(); return }
         let id = nextConnectionID
         nextConnectionID += 1
-        let conn = RPCConnection(id: id, stream: stream, dispatcher: dispatcher, limits: config.connection, logger: logger)
+        let conn = RPCConnection(id: id, stream: stream, dispatcher: dispatcher, limits: config.connection, logger: logger,
+                                 coalescer: coalescer)
         if connections.count >= config.maxConnections {
             let err = RPCError.app(.limitExceeded, "Too many connections (limit \(config.maxConnections)); try again later",
                                    ["limit": .int(Int64(config.maxConnections))])
@@ -178,6 +181,7 @@ public final class Server {
         pendingDeadline = nil
         for r in localPrincipal.requests.values { release(r) }
         hub.close()
+        coalescer.close()
         engine.shutdown { [self] in
             let done = shutdownDone
             shutdownDone = nil

@@ -1,4 +1,5 @@
 import Testing
+import JSONRPC
 @testable import Service
 
 @Test func utf8CutHoldsBackASplitCharacter() {
@@ -43,4 +44,14 @@ import Testing
     #expect(try ListenAddress.parse("tcp:[::1]:8080") == .tcp(host: "::1", port: 8080))
     #expect(throws: ListenAddress.ParseError.self) { try ListenAddress.parse("tcp:host") }
     #expect(throws: ListenAddress.ParseError.self) { try ListenAddress.parse("udp:1") }
+}
+
+@Test func urlShapeChecks() throws {
+    for good in ["http://a", "HTTPS://example.com:8443/x?y#z", "http://u:p@[::1]:80/", "http://127.0.0.1:1"] {
+        #expect(throws: Never.self) { try HTTPSyntax.checkURL(good) }
+    }
+    for bad in ["ftp://a/", "file:///etc/passwd", "http:///x", "http://a:b/", "http://[::1/", "/relative", "http://a b/",
+                "gopher://x", "http://a:123456/"] {
+        #expect(throws: RPCError.self, "\(bad)") { try HTTPSyntax.checkURL(bad) }
+    }
 }

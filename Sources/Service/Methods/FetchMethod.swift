@@ -50,14 +50,19 @@ extension Server {
 
     /// `{status, statusText, headers, body, encoding}` from a finished request.
     private static func fetchResult(_ r: HTTPRequest, responseType: String) -> JSONValue {
-        var headers = JSONObject()
+        // Repeated names (in any case) are joined with ", " under the first spelling.
+        var names: [String] = []
+        var values: [String: (name: String, value: String)] = [:]
         for h in r.responseHeaders {
-            if let existing = headers.members.first(where: { $0.key.lowercased() == h.name.lowercased() }) {
-                headers[existing.key] = .string((existing.value.stringValue ?? "") + ", " + h.value)
+            let key = h.name.lowercased()
+            if let seen = values[key] {
+                values[key] = (seen.name, seen.value + ", " + h.value)
             } else {
-                headers[h.name] = .string(h.value)
+                values[key] = (h.name, h.value)
+                names.append(key)
             }
         }
+        let headers = JSONObject(names.map { key in (values[key]!.name, JSONValue.string(values[key]!.value)) })
         let bytes = r.takeBody()
         var body: JSONValue
         var encoding: String
