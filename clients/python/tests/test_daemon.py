@@ -1,0 +1,143 @@
+"""xhrpcd as an operator runs it: the socket file, the command line, the config file,
+logging, and a clean stop."""
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+import unittest
+
+from tests.support import XhrpcServer, require_binary, free_tcp_port
+
+
+def run_briefly(argv, timeout=10):
+    """Runs xhrpcd expecting it to exit by itself (a refusal); returns (code, stderr)."""
+    p = subprocess.run([require_binary()] + argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    return p.returncode, p.stderr.decode("utf-8", "replace")
+
+
+class SocketFile(unittest.TestCase):
+    def test_created_owner_only_and_removed_on_sigterm(self):
+        srv = XhrpcServer().start()
+        path = srv.socket_path
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        self.assertEqual(mode, 0o600)
+        self.assertTrue(stat.S_ISSOCK(os.stat(path).st_mode))
+        self.assertEqual(srv.stop(), 0)
+        self.assertFalse(os.path.exists(path))
+
+    def test_socket_mode_flag_widens_it(self):
+        srv = XhrpcServer(args=["--socket-mode", "0660"]).start()
+        try:
+            self.assertEqual(stat.S_IMODE(os.stat(srv.socket_path).st_mode), 0o660)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_stale_socket_is_replaced(self):
+        d = tempfile.mkdtemp(prefix="xhrpc-py-", dir="/tmp")
+        path = os.path.join(d, "s.sock")
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(path)
+        stale.close()  # the file stays, nobody listens: a server that died
+        self.assertTrue(os.path.exists(path))
+        srv = XhrpcServer(args=[])
+        srv.dir, srv.socket_path = d, path
+        binary = require_binary()
+        srv.argv = [binary, "--listen", "unix:" + path, "--log-level", "warning"]
+        srv.stdout_path = os.path.join(d, "out")
+        srv.stderr_path = os.path.join(d, "err")
+        with open(srv.stdout_path, "wb") as out, open(srv.stderr_path, "wb") as err:
+            srv.proc = subprocess.Popen(srv.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        srv._wait_ready()
+        try:
+            with srv.connect() as c:
+                self.assertEqual(c.call("server.info")["name"], "xhrpcd")
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_live_servers_socket_is_refused(self):
+        srv = XhrpcServer().start()
+        try:
+            code, err = run_briefly(["--listen", "unix:" + srv.socket_path])
+            self.assertNotEqual(code, 0)
+            self.assertIn("another server is listening", err)
+            with srv.connect() as c:  # the first server is untouched
+                self.assertEqual(c.call("server.info")["name"], "xhrpcd")
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_a_regular_file_is_not_replaced(self):
+        with tempfile.NamedTemporaryFile(dir="/tmp") as f:
+            code, err = run_briefly(["--listen", "unix:" + f.name])
+            self.assertNotEqual(code, 0)
+            self.assertIn("is not a socket", err)
+
+
+class CommandLine(unittest.TestCase):
+    def test_non_loopback_tcp_is_refused(self):
+        code, err = run_briefly(["--listen", "tcp:0.0.0.0:%d" % free_tcp_port()])
+        self.assertNotEqual(code, 0)
+        self.assertIn("non-loopback", err)
+
+    def test_help_documents_every_flag(self):
+        p = subprocess.run([require_binary(), "--help"], capture_output=True, timeout=10)
+        self.assertEqual(p.returncode, 0)
+        out = p.stdout.decode()
+        for flag in ["--listen", "--config", "--log-level", "--log-format", "--max-message-bytes",
+                     "--max-connections", "--max-buffer-bytes", "--upload-root", "--socket-mode"]:
+            self.assertIn(flag, out)
+
+    def test_bad_values_are_refused_clearly(self):
+        for argv, words in [(["--listen", "udp:1"], "unix:PATH or tcp:HOST:PORT"),
+                            (["--log-format", "xml"], "text or json"),
+                            (["--max-message-bytes", "0"], "positive")]:
+            code, err = run_briefly(argv)
+            self.assertNotEqual(code, 0, argv)
+            self.assertIn(words, err, argv)
+
+
+class ConfigFile(unittest.TestCase):
+    def test_keys_apply_and_flags_win(self):
+        d = tempfile.mkdtemp(prefix="xhrpc-py-", dir="/tmp")
+        cfg = os.path.join(d, "config.json")
+        with open(cfg, "w") as f:
+            # logLevel "error" would hide the "listening" line: the --log-level info flag wins.
+            json.dump({"maxMessageBytes": 1000, "logFormat": "json", "logLevel": "error"}, f)
+        srv = XhrpcServer(args=["--config", cfg], log_level="info").start()
+        try:
+            s = srv.raw_socket()
+            s.sendall(b'{"jsonrpc":"2.0","method":"server.info","params":{"pad":"' + b"x" * 2000 + b'"},"id":1}\n')
+            reply = json.loads(s.makefile().readline())
+            self.assertEqual(reply["error"]["data"]["reason"], "message_too_large")
+            s.close()
+            lines = [json.loads(line) for line in srv.stderr_text().splitlines() if line.strip()]
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        self.assertTrue(any(line.get("message", "").startswith("listening on") for line in lines), lines)
+        self.assertTrue(all({"time", "level", "logger", "message"} <= set(line) for line in lines))
+
+    def test_unknown_key_is_refused(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir="/tmp") as f:
+            json.dump({"maxMesageBytes": 1}, f)
+            f.flush()
+            code, err = run_briefly(["--config", f.name])
+            self.assertNotEqual(code, 0)
+            self.assertIn("unknown key 'maxMesageBytes'", err)
+
+
+class Stop(unittest.TestCase):
+    def test_sigterm_flushes_replies_and_exits_zero(self):
+        srv = XhrpcServer().start()
+        s = srv.raw_socket()
+        s.sendall(b'{"jsonrpc":"2.0","method":"server.info","id":1}\n')
+        self.assertEqual(json.loads(s.makefile().readline())["id"], 1)
+        self.assertEqual(srv.stop(), 0)
+        self.assertEqual(s.recv(10), b"")  # closed by the server
+        s.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
