@@ -33,7 +33,7 @@ let package = Package(
         .executableTarget(name: "embed-file", path: "Sources/embed-file"),
         .plugin(name: "EmbedOpenRPC", capability: .buildTool(), dependencies: ["embed-file"]),
         .executableTarget(name: "xhrpcd", dependencies: [
-            "Service", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "Service", "CShims", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "xhrpc-bench", dependencies: [

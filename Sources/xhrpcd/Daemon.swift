@@ -1,4 +1,5 @@
 import ArgumentParser
+import CShims
 import EventLoop
 import Foundation
 import HTTPEngine
@@ -24,6 +25,11 @@ enum Daemon {
         sigaddset(&stopSignals, SIGTERM)
         pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
         TransferEngine.globalInit()
+        // Response buffers are up to --max-buffer-bytes each. A fixed mmap threshold makes
+        // glibc map such blocks and hand them back to the system when freed; with its
+        // default (dynamic) threshold, thirty vanished 8 MiB buffers stayed in the heap and
+        // the process kept 150–220 MiB it no longer used.
+        mallopt(M_MMAP_THRESHOLD, 1 << 20)
 
         let loop = try Loop()
         let server = try Server(config: config, loop: loop, logger: logger)

@@ -4,6 +4,8 @@
 Usage::
 
     python3 Tests/Fixtures/upstream.py [--host 127.0.0.1] [--port 0] [--verbose] [--no-stdin]
+        [--tls-cert FILE --tls-key FILE [--client-ca FILE [--client-cert required|optional]]
+         [--tls-min 1.0|1.1|1.2|1.3] [--tls-max 1.0|1.1|1.2|1.3]]
 
 Once listening it prints exactly one line ``READY <port>`` to stdout and
 flushes it.  It serves until stdin reaches end of file (the parent closed the
@@ -16,6 +18,14 @@ streamed in pieces of at most 64 KiB in both directions, so memory stays
 bounded.  The endpoints are listed in ``Tests/Fixtures/README.md`` and in
 ``Handler.ROUTES`` below.  Only the standard library is used, except the
 optional ``brotli`` module for ``/br/N`` (501 when it is missing).
+
+With ``--tls-cert``/``--tls-key`` the same endpoints are served over HTTPS
+(TLS 1.2 and 1.3 unless ``--tls-min``/``--tls-max`` say otherwise; ALPN
+``http/1.1``); the handshake runs in the connection's thread, bounded by 10 s.
+``--client-ca`` makes the server ask for a client certificate and verify it
+against that CA (required unless ``--client-cert optional``).  On a TLS
+connection ``/echo`` also reports ``tls`` (version, cipher, sni, alpn) and
+``clientCertCN``.  Without these flags nothing changes.
 """
 
 import argparse
@@ -32,11 +42,13 @@ import select
 import signal
 import socket
 import socketserver
+import ssl
 import struct
 import sys
 import threading
 import time
 import urllib.parse
+import warnings
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,6 +69,7 @@ ECHO_BASE64_LIMIT = 1 << 20  # /echo includes the body only up to this size
 MAX_DELAY_MS = 600_000       # /delay and /drip never wait longer than this per step
 MAX_HEADER_BYTES = 64 << 20  # /large-headers refuses to build more than this
 MAX_NONCES = 10_000          # digest nonces remembered (oldest forgotten first)
+TLS_HANDSHAKE_TIMEOUT = 10   # seconds a TLS client gets to finish its handshake
 
 STOP = threading.Event()     # set when the server is shutting down
 VERBOSE = False
@@ -172,6 +185,30 @@ def parse_auth_params(value):
 
 # --------------------------------------------------------------------------
 
+def lingering_close(sock, seconds=1.0):
+    """Send FIN, read and drop what the peer still sends for a moment, then close.
+
+    Closing with unread bytes in the receive buffer sends RST, which can make
+    the peer lose the TLS alert we just sent (a client that failed the
+    handshake, e.g. without a required certificate under TLS 1.3, would then
+    see "connection reset" instead of the alert).
+    """
+    try:
+        sock.shutdown(socket.SHUT_WR)  # on an SSLSocket: drops TLS, plain TCP FIN
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            sock.settimeout(left)
+            if not sock.recv(PIECE):
+                break
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     """One connection: parses requests and routes them to the endpoint methods."""
 
@@ -213,6 +250,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - stdlib signature
         if VERBOSE:
             sys.stderr.write("upstream: %s - %s\n" % (self.address_string(), format % args))
+
+    tls = False  # True once setup() has wrapped the connection in TLS
+
+    def setup(self):
+        ctx = getattr(self.server, "ssl_context", None)
+        if ctx is not None:
+            # Handshake here, in the connection's own thread, so a slow or
+            # failing client never holds up the accept loop.  A failure
+            # raises out of the constructor; Server.handle_error keeps quiet.
+            self.request.settimeout(TLS_HANDSHAKE_TIMEOUT)
+            tls_sock = ctx.wrap_socket(self.request, server_side=True,
+                                       do_handshake_on_connect=False)
+            try:
+                tls_sock.do_handshake()
+            except OSError:
+                lingering_close(tls_sock)
+                raise
+            tls_sock.settimeout(None)
+            self.request = tls_sock
+            self.tls = True
+        super().setup()
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            if self.tls:
+                # socketserver closes the socket it accepted, which wrap_socket
+                # detached: close the TLS socket that now owns the descriptor.
+                self.server.shutdown_request(self.request)
 
     def handle(self):
         try:
@@ -417,10 +484,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         seed = self.int_arg("seed", 0)
         chunk = self.int_arg("chunk", 1, 1, BLOCK_SIZE)
         delay = self.int_arg("delay", 10, 0, MAX_DELAY_MS) / 1000.0
+        hold = self.int_arg("hold", 0, 0, MAX_DELAY_MS) / 1000.0
         self._drain_body()
         self.start(200, None, [("Content-Type", "application/octet-stream"),
                                ("Content-Length", str(n))])
         if self.is_head:
+            return
+        # ``hold``: the headers are out, the body not yet begun (a client sits in
+        # HEADERS_RECEIVED for that long).
+        if hold and n and not self.wait(hold):
+            self.hard_close(reset=False)
             return
         first = True
         for piece in iter_pattern(n, seed, chunk):
@@ -526,7 +599,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         }
         if length <= ECHO_BASE64_LIMIT:
             obj["bodyBase64"] = base64.b64encode(b"".join(kept or [])).decode("ascii")
+        if self.tls:
+            obj.update(self.tls_info())
         self.json_reply(200, obj)
+
+    def tls_info(self):
+        """What /echo adds on a TLS connection: protocol facts and the client cert's CN."""
+        sock = self.connection
+        cipher = sock.cipher()
+        cn = None
+        cert = sock.getpeercert()  # {} or None unless a client cert was verified
+        for rdn in (cert or {}).get("subject", ()):
+            for name, value in rdn:
+                if name == "commonName":
+                    cn = value
+        return {
+            "tls": {"version": sock.version(), "cipher": cipher[0] if cipher else None,
+                    "sni": getattr(sock, "xhrpc_sni", None),
+                    "alpn": sock.selected_alpn_protocol()},
+            "clientCertCN": cn,
+        }
 
     def ep_headers(self):
         self._drain_body()
@@ -691,15 +783,58 @@ class Server(http.server.ThreadingHTTPServer):
     block_on_close = False
     allow_reuse_address = True
 
+    ssl_context = None  # an ssl.SSLContext when serving HTTPS
+
     def handle_error(self, request, client_address):
         exc = sys.exc_info()[1]
         if isinstance(exc, (ConnectionError, TimeoutError)) and not VERBOSE:
             return
+        if self.ssl_context is not None and isinstance(exc, OSError) and not VERBOSE:
+            return  # failed TLS handshakes (bad client cert, wrong version...)
         super().handle_error(request, client_address)
 
 
 class Server6(Server):
     address_family = socket.AF_INET6
+
+
+TLS_VERSIONS = {
+    "1.0": ssl.TLSVersion.TLSv1,
+    "1.1": ssl.TLSVersion.TLSv1_1,
+    "1.2": ssl.TLSVersion.TLSv1_2,
+    "1.3": ssl.TLSVersion.TLSv1_3,
+}
+
+
+def make_ssl_context(cert, key, client_ca=None, client_cert="required",
+                     tls_min="1.2", tls_max="1.3"):
+    """The server-side SSLContext for --tls-cert and friends."""
+    lo, hi = TLS_VERSIONS[tls_min], TLS_VERSIONS[tls_max]
+    if lo > hi:
+        raise ValueError("--tls-min %s is above --tls-max %s" % (tls_min, tls_max))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    if lo < ssl.TLSVersion.TLSv1_2:
+        # OpenSSL 3 refuses TLS 1.0/1.1 (SHA-1 signatures) at security level 1 and up.
+        ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with warnings.catch_warnings():  # TLSv1 and TLSv1_1 are deprecated names
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ctx.minimum_version = lo
+        ctx.maximum_version = hi
+    ctx.load_cert_chain(cert, key)
+    ctx.set_alpn_protocols(["http/1.1"])
+    if client_ca:
+        ctx.load_verify_locations(cafile=client_ca)
+        ctx.verify_mode = ssl.CERT_REQUIRED if client_cert == "required" else ssl.CERT_OPTIONAL
+
+    def remember_sni(sock, server_name, context):
+        try:
+            sock.xhrpc_sni = server_name
+        except AttributeError:
+            pass
+        return None
+
+    ctx.sni_callback = remember_sni
+    return ctx
 
 
 def main(argv=None):
@@ -710,11 +845,34 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="log every request to stderr")
     ap.add_argument("--no-stdin", action="store_true",
                     help="do not stop at end of stdin (stop with SIGTERM only)")
+    ap.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM)")
+    ap.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    ap.add_argument("--client-ca", metavar="FILE",
+                    help="ask for a client certificate and verify it against this CA")
+    ap.add_argument("--client-cert", choices=["required", "optional"], default="required",
+                    help="with --client-ca: refuse clients without a certificate (default)")
+    ap.add_argument("--tls-min", choices=sorted(TLS_VERSIONS), default=None,
+                    help="lowest TLS version offered (default 1.2, or --tls-max if lower)")
+    ap.add_argument("--tls-max", choices=sorted(TLS_VERSIONS), default="1.3",
+                    help="highest TLS version offered (default 1.3)")
     opts = ap.parse_args(argv)
     VERBOSE = opts.verbose
+    if bool(opts.tls_cert) != bool(opts.tls_key):
+        ap.error("--tls-cert and --tls-key go together")
+    if not opts.tls_cert and (opts.client_ca or opts.tls_min or opts.tls_max != "1.3"):
+        ap.error("--client-ca, --tls-min and --tls-max need --tls-cert and --tls-key")
+    ssl_context = None
+    if opts.tls_cert:
+        tls_min = opts.tls_min or min("1.2", opts.tls_max)
+        try:
+            ssl_context = make_ssl_context(opts.tls_cert, opts.tls_key, opts.client_ca,
+                                           opts.client_cert, tls_min, opts.tls_max)
+        except (OSError, ValueError) as e:
+            ap.error("TLS setup: %s" % e)
 
     cls = Server6 if ":" in opts.host else Server
     server = cls((opts.host, opts.port), Handler)
+    server.ssl_context = ssl_context
 
     stop_requested = threading.Event()
 

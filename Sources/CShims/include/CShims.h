@@ -4,6 +4,8 @@
 #include <curl/curl.h>
 #include <yajl/yajl_parse.h>
 #include <yajl/yajl_gen.h>
+/* mallopt (M_MMAP_THRESHOLD) for xhrpcd's main: Glibc's Swift module does not export it. */
+#include <malloc.h>
 
 /* Typed, non-variadic doors to C calls that Swift cannot make: curl's setopt/getinfo
  * family and yajl's config calls are variadic. Inside a wrapper curl's compile-time type

@@ -104,6 +104,30 @@ class FixtureUpstream(unittest.TestCase):
         self.assertEqual(body, pattern.pattern_bytes(10))
         self.assertGreaterEqual(elapsed, 0.2)  # four pauses of 50 ms between five chunks
 
+    def test_drip_hold(self):
+        # hold=400: the head comes at once, the first body byte 400 ms later.
+        s = socket.create_connection(("127.0.0.1", self.up.port), timeout=10)
+        self.addCleanup(s.close)
+        t = time.monotonic()
+        s.sendall(b"GET /drip/3?hold=400&delay=0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            d = s.recv(65536)
+            self.assertTrue(d, "connection closed before the end of the head")
+            data += d
+        head_at = time.monotonic() - t
+        head, body = data.split(b"\r\n\r\n", 1)
+        self.assertEqual(body, b"", "body bytes arrived with the head")
+        self.assertIn(b"\r\nContent-Length: 3", head)
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            body += d
+        self.assertEqual(body, pattern.pattern_bytes(3))
+        self.assertLess(head_at, 0.35)
+        self.assertGreaterEqual(time.monotonic() - t, 0.4)
+
     def test_compressed(self):
         n = 200_000
         decoders = {"gzip": gzip.decompress, "deflate": zlib.decompress}
