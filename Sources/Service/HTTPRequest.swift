@@ -137,7 +137,11 @@ final class HTTPRequest: TransferDelegate {
         }
         transfer = t
         syncCall = isAsync ? nil : call
-        perform((try? machine.send()) ?? [])
+        do {
+            perform(try machine.send())
+        } catch {
+            preconditionFailure("send was checked to be in OPENED: \(error)")
+        }
         return isAsync
     }
 

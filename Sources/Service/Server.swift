@@ -64,20 +64,22 @@ public final class Server {
         var bound: [ListenAddress] = []
         for address in config.listen {
             let listener: Listener
+            let actual: ListenAddress
             switch address {
             case .unix(let path):
                 listener = try UnixSocketFile.listen(loop: loop, path: path, mode: config.unixSocketMode)
-                bound.append(address)
+                actual = address
             case .tcp(let host, let port):
                 guard ListenAddress.isLoopback(host) else {
                     throw StartupError(description: "refusing to listen on \(address): TCP on a non-loopback address needs principals with tokens, which this version does not have yet; listen on 127.0.0.1 or ::1, or on a Unix socket")
                 }
                 listener = try Listener.tcp(loop: loop, host: host, port: port)
-                bound.append(.tcp(host: host, port: listener.boundPort ?? port))
+                actual = .tcp(host: host, port: listener.boundPort ?? port)
             }
             try listener.listen { [unowned self] result in accepted(result) }
             listeners.append((address, listener))
-            logger.info("listening on \(bound.last!)")
+            bound.append(actual)
+            logger.info("listening on \(actual)")
         }
         return bound
     }
