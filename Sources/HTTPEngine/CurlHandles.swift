@@ -101,7 +101,6 @@ enum Curl {
     static let pollRemove = Int32(CURL_POLL_REMOVE)
     static let pauseCont = Int32(CURLPAUSE_CONT)
     static let http11 = Int(CURL_HTTP_VERSION_1_1)
-    static let http2TLS = Int(CURL_HTTP_VERSION_2TLS)
     static let seekOK = Int32(CURL_SEEKFUNC_OK)
     static let seekFail = Int32(CURL_SEEKFUNC_FAIL)
 }

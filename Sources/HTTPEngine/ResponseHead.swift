@@ -39,14 +39,21 @@ struct ResponseHeadParser {
     /// The block being collected; nil before the first status line.
     private(set) var current: ResponseHead?
 
-    /// Takes one line as libcurl delivered it.
+    /// Room for the headers of a typical response, reserved once per block so that
+    /// appending them does not regrow the array four times.
+    static let typicalHeaderCount = 16
+
+    /// Takes one line as libcurl delivered it. Called for every header line of every
+    /// block, so it stays cheap: byte comparisons, and ASCII text (nearly every header)
+    /// turned into a `String` in one copy (`decodeHeaderText`).
     mutating func consume(line raw: UnsafeRawBufferPointer) {
         var end = raw.count
         while end > 0, raw[end - 1] == 0x0A || raw[end - 1] == 0x0D { end -= 1 }
+        if end == 0 { return }  // the blank line that ends a block
         let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
-        if line.isEmpty { return }  // the blank line that ends a block
-        if line.starts(with: ResponseHeadParser.httpPrefix) {
+        if ResponseHeadParser.isStatusLine(line) {
             current = ResponseHeadParser.parseStatusLine(line)
+            current?.headers.reserveCapacity(ResponseHeadParser.typicalHeaderCount)
             return
         }
         guard current != nil else { return }  // garbage before any status line
@@ -58,18 +65,26 @@ struct ResponseHeadParser {
             }
             return
         }
-        guard let colon = line.firstIndex(of: 0x3A) else { return }  // not a header
+        var colon = 0
+        while colon < end, line[colon] != 0x3A { colon += 1 }
+        guard colon < end else { return }  // not a header
         let name = decodeHeaderText(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
         let value = decodeHeaderText(trimmed(line, from: colon + 1))
         current?.headers.append((name: name, value: value))
     }
 
-    private static let httpPrefix: [UInt8] = Array("HTTP/".utf8)
+    private static let httpPrefixCount = 5
+
+    /// Whether the line starts with `HTTP/`, which begins a new response block.
+    static func isStatusLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        line.count >= httpPrefixCount && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54
+            && line[3] == 0x50 && line[4] == 0x2F  // "HTTP/"
+    }
 
     /// `HTTP/1.1 200 OK`, `HTTP/2 200 ` (libcurl's rendering of an HTTP/2 status),
     /// `HTTP/1.1 200` (no phrase): version, three digits, optional phrase.
     static func parseStatusLine(_ line: UnsafeRawBufferPointer) -> ResponseHead {
-        var i = httpPrefix.count
+        var i = httpPrefixCount
         let versionStart = i
         while i < line.count, line[i] != 0x20 { i += 1 }
         let version = decodeHeaderText(UnsafeRawBufferPointer(rebasing: line[versionStart..<i]))
@@ -96,9 +111,18 @@ private func trimmed(_ line: UnsafeRawBufferPointer, from start: Int) -> UnsafeR
 /// Header text is ASCII in practice, UTF-8 sometimes, and ISO-8859-1 by the old rules
 /// (RFC 9110 §5.5 obs-text). Valid UTF-8 is taken as such; anything else is read as
 /// Latin-1, so no byte turns into a replacement character and is lost.
+///
+/// ASCII, checked first, goes straight through the standard library's specialised
+/// UTF-8 path (one copy, or none for up to 15 bytes); only text with a byte above 0x7F
+/// pays for `String(validating:)`, which is generic and costs far more per call.
 func decodeHeaderText(_ bytes: UnsafeRawBufferPointer) -> String {
-    if let s = String(validating: bytes, as: UTF8.self) { return s }
-    var s = ""
-    s.unicodeScalars.append(contentsOf: bytes.map { Unicode.Scalar($0) })
-    return s
+    bytes.withMemoryRebound(to: UInt8.self) { u8 in
+        var high: UInt8 = 0
+        for b in u8 { high |= b }
+        if high < 0x80 { return String(decoding: u8, as: UTF8.self) }
+        if let s = String(validating: u8, as: UTF8.self) { return s }
+        var s = ""
+        s.unicodeScalars.append(contentsOf: u8.lazy.map { Unicode.Scalar($0) })
+        return s
+    }
 }

@@ -8,7 +8,9 @@ import CCurl
 /// cycle). While a transfer runs, the engine holds it strongly too, so dropping it
 /// without `cancel` does not tear libcurl's handle out from under libcurl. If the
 /// delegate goes away while the transfer runs, the engine aborts the transfer at its next
-/// callback and says nothing more: nobody is left to hear.
+/// callback that would reach the delegate (body bytes, changed progress figures), or
+/// after a few unchanged progress reports if it is stalled (`progressArrived`), and says
+/// nothing more: nobody is left to hear.
 ///
 /// A Transfer runs once. To repeat a request, make a new Transfer. Confined to the loop's
 /// thread, like everything in this module.
@@ -46,6 +48,9 @@ public final class Transfer {
     /// goes when the socket closes).
     weak var lastConnection: SocketWatch?
     var lastProgress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
+    /// Progress reports with the figures of the one before (see `progressArrived`).
+    var unchangedProgressReports = 0
+    static let delegateCheckInterval = 4
 
     /// Makes a transfer that has not started; `TransferEngine.start` runs it.
     public init(request: TransferRequest, delegate: TransferDelegate) {
@@ -114,18 +119,51 @@ public final class Transfer {
     /// head, ignored.
     func headerLineArrived(_ line: UnsafeRawBufferPointer) -> Int {
         guard state == .running else { return 0 }
-        if !headDelivered { headParser.consume(line: line) }
+        guard !headDelivered else { return line.count }
+        headParser.consume(line: line)
+        // The blank line ends a block: if it is the final response's, the client sees
+        // HEADERS_RECEIVED now, not only when the first body byte comes.
+        let blank = line.count <= 2 && line.allSatisfy { $0 == 13 || $0 == 10 }
+        if blank, let head = headParser.current, isFinal(head), let delegate {
+            deliverHead(delegate)
+            guard state == .running else { return 0 }
+        }
         return line.count
     }
 
+    /// Whether libcurl will hand us this block's body, judged at the blank line that ends
+    /// it: not an interim 1xx, not a redirect libcurl follows, not an authentication
+    /// challenge it may answer by retrying. When unsure it says no, and the head is
+    /// delivered with the first body byte or at completion instead (libcurl skips the
+    /// bodies of responses it follows or retries).
+    private func isFinal(_ head: ResponseHead) -> Bool {
+        if head.status < 200 { return false }
+        if request.followRedirects, (300...399).contains(head.status), head.status != 304,
+           head.value(of: "location") != nil { return false }
+        if head.status == 401, request.user != nil { return false }
+        if head.status == 407 { return false }
+        return true
+    }
+
     /// Progress from the xferinfo callback; non-zero aborts.
+    ///
+    /// libcurl calls it on every pass over the transfer — about ten times for a small
+    /// GET, one of them with new figures — so the unchanged case is settled by comparing
+    /// four integers, without loading the weak `delegate` (an atomic retain and release
+    /// through the side table, the bulk of this callback's cost). A transfer whose
+    /// delegate went away is aborted when its next body bytes arrive, at its next change
+    /// of figures, or at the latest at its `delegateCheckInterval`-th unchanged report
+    /// (a stalled transfer gets one every second or two).
     func progressArrived(_ p: TransferProgress) -> Int32 {
-        guard state == .running, let delegate else { return 1 }
-        if p != lastProgress {
-            lastProgress = p
-            delegate.transfer(self, progressed: p)
-            if state != .running { return 1 }
+        guard state == .running else { return 1 }
+        if p == lastProgress {
+            unchangedProgressReports &+= 1
+            if unchangedProgressReports % Transfer.delegateCheckInterval != 0 { return 0 }
+            return delegate == nil ? 1 : 0
         }
-        return 0
+        guard let delegate else { return 1 }
+        lastProgress = p
+        delegate.transfer(self, progressed: p)
+        return state == .running ? 0 : 1
     }
 }

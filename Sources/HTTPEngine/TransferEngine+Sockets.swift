@@ -8,15 +8,26 @@ import EventLoop
 
 /// What the engine knows about one descriptor libcurl uses.
 ///
-/// `poll` is made the first time libcurl asks to watch the descriptor, stopped (not
-/// closed) on `CURL_POLL_REMOVE`, and restarted when libcurl asks again: libcurl 7.88
-/// takes a keep-alive socket off its watch list after every transfer and puts it back
-/// for the next, and re-making the poll each time costs epoll calls on every request
-/// (C-INTEROP-NOTES, speed section). The poll is closed when the descriptor really
-/// closes, which the engine learns from `CURLOPT_CLOSESOCKETFUNCTION` for the sockets it
-/// opened itself in `CURLOPT_OPENSOCKETFUNCTION` (`openedByEngine`). Descriptors libcurl
-/// made some other way (the threaded resolver's wake-up pipe) give no such notice, so
-/// their poll is closed on `CURL_POLL_REMOVE`, as multi-uv.c does.
+/// `poll` is made the first time libcurl asks to watch the descriptor and closed when
+/// the descriptor really closes, which the engine learns from
+/// `CURLOPT_CLOSESOCKETFUNCTION` for the sockets it opened itself in
+/// `CURLOPT_OPENSOCKETFUNCTION` (`openedByEngine`). Descriptors libcurl made some other
+/// way (the threaded resolver's wake-up pipe) give no such notice, so their poll is
+/// closed on `CURL_POLL_REMOVE`, as multi-uv.c does.
+///
+/// In between, the poll of an engine-opened socket is disarmed lazily. libcurl 7.88
+/// takes a keep-alive socket off its watch list (`CURL_POLL_REMOVE`) after every
+/// transfer that leaves it idle and puts it back, with the same events, for the next
+/// one; stopping the poll there and starting it again costs three `epoll_ctl` calls
+/// each time (libuv 1.44's `uv_poll_start` deletes the descriptor before adding it
+/// back, which fails with ENOENT after a stop). So on `CURL_POLL_REMOVE` the poll stays armed and only
+/// `watching` turns false; when libcurl asks again for the events the poll is armed
+/// with, nothing needs doing. If the descriptor becomes ready while libcurl is not
+/// watching it — the server closed an idle pooled connection, or data arrived for a
+/// paused transfer — the poll is stopped then (`socketReady`): epoll is
+/// level-triggered, so an armed poll on a closed socket would wake the loop forever.
+/// libcurl finds the dead connection itself before reusing it, and asks again to
+/// watch a paused transfer's socket when it unpauses.
 final class SocketWatch {
     let fd: curl_socket_t
     let openedByEngine: Bool
@@ -26,6 +37,14 @@ final class SocketWatch {
     /// Whether libcurl currently wants events on it (false while idle in the cache, and
     /// while the transfer on it is paused).
     var watching = false
+    /// Whether `poll` is started, and with which events. While `watching` they are
+    /// libcurl's `events`; otherwise the poll may still be armed with the last ones
+    /// (lazy disarm, above).
+    var armed = false
+    var armedEvents: PollEvents = []
+    /// How many times the poll was started (`uv_poll_start`): tests read it to see that
+    /// a reused connection costs no restart.
+    var starts = 0
     /// The easy handle libcurl named the last time it asked to watch the descriptor:
     /// the transfer that used the connection most recently.
     var lastUser: UnsafeMutableRawPointer?
@@ -78,28 +97,35 @@ extension TransferEngine {
         }
     }
 
-    /// `CURLMOPT_SOCKETFUNCTION`: start, change or stop watching a descriptor.
+    /// `CURLMOPT_SOCKETFUNCTION`: start, change or stop watching a descriptor. For an
+    /// engine-opened socket, `CURL_POLL_REMOVE` leaves the poll armed (see
+    /// `SocketWatch`), and a request for the events it is armed with costs nothing.
     func curlWantsSocket(_ fd: curl_socket_t, _ what: Int32, _ easy: UnsafeMutableRawPointer?) {
         guard fd >= 0 else { return }
         if what == Curl.pollRemove {
             guard let w = watch(fd) else { return }
             w.watching = false
-            if w.openedByEngine { w.poll?.stop() } else { closeWatch(fd: fd) }
+            if !w.openedByEngine { closeWatch(fd: fd) }
             return
         }
         var events: PollEvents = []
         if what & Curl.pollIn != 0 { events.insert(.readable) }
         if what & Curl.pollOut != 0 { events.insert(.writable) }
         let w = watch(fd) ?? setWatch(fd, openedByEngine: false)
+        w.events = events
+        w.watching = true
+        w.lastUser = easy
+        if w.armed && w.armedEvents == events { return }
         do {
             if w.poll == nil {
                 w.poll = try Poll(loop: loop, socket: fd)
                 handles.opened()
             }
+            w.armed = false
+            w.starts += 1
             try w.poll?.start(events, w.ready)
-            w.events = events
-            w.watching = true
-            w.lastUser = easy
+            w.armed = true
+            w.armedEvents = events
         } catch {
             // libcurl waits for an event that will never come: tell it the socket failed,
             // on the next turn (not from inside its own callback).
@@ -135,7 +161,12 @@ extension TransferEngine {
         return close(fd)
     }
 
-    /// Readiness from libuv, passed on to libcurl.
+    /// Readiness from libuv, passed on to libcurl — or, when libcurl is not watching the
+    /// descriptor (the poll was left armed by a lazy disarm), the moment to stop the
+    /// poll: nobody wants these events, and a level-triggered poll on a socket the
+    /// server closed would fire on every turn. libcurl needs no word of it: it checks a
+    /// cached connection before reusing it, and asks again for a paused transfer's
+    /// socket when the transfer resumes.
     ///
     /// A negative status means the descriptor is in error (libuv saw `EPOLLERR`, e.g. a
     /// reset) and libuv has stopped the poll. libcurl gets `CURL_CSELECT_ERR` together
@@ -145,6 +176,15 @@ extension TransferEngine {
     /// peer"). If libcurl still wants the descriptor afterwards, the poll is restarted,
     /// since libcurl will not ask again for what it believes is still being watched.
     func socketReady(_ fd: curl_socket_t, _ status: Int32, _ events: PollEvents) {
+        guard let w = watch(fd) else { return }
+        if status < 0 { w.armed = false }
+        guard w.watching else {
+            if w.armed {
+                w.armed = false
+                w.poll?.stop()
+            }
+            return
+        }
         guard status < 0 else {
             var flags: Int32 = 0
             if events.contains(.readable) { flags |= Curl.selectIn }
@@ -152,13 +192,17 @@ extension TransferEngine {
             socketAction(fd, flags)
             return
         }
-        guard let w = watch(fd) else { return }
         var flags = Curl.selectErr
         if w.events.contains(.readable) { flags |= Curl.selectIn }
         if w.events.contains(.writable) { flags |= Curl.selectOut }
         socketAction(fd, flags)
-        if watch(fd) === w, w.watching, let poll = w.poll {
-            do { try poll.start(w.events, w.ready) } catch {
+        if watch(fd) === w, w.watching, !w.armed, let poll = w.poll {
+            do {
+                w.starts += 1
+                try poll.start(w.events, w.ready)
+                w.armed = true
+                w.armedEvents = w.events
+            } catch {
                 log.error("cannot watch socket \(fd) again: \(error)")
             }
         }

@@ -15,8 +15,9 @@ import Logging
 ///   a connection), capped by `EngineOptions`. Cleaned up in `shutdown`.
 /// - One `Timer` for libcurl's timeout (`CURLMOPT_TIMERFUNCTION`) and one for work
 ///   deferred to the next turn (`resume`, failed polls).
-/// - One `Poll` per socket (see `TransferEngine+Sockets.swift`), stopped and restarted
-///   as libcurl's interest changes and closed only when libcurl closes the socket.
+/// - One `Poll` per socket (see `TransferEngine+Sockets.swift`), restarted when
+///   libcurl's interest changes, stopped lazily when libcurl stops watching, and closed
+///   only when libcurl closes the socket.
 /// - The running transfers, retained in `active` from `start` until they complete or are
 ///   cancelled; libcurl's callbacks find them through an unretained pointer, valid
 ///   because a transfer leaves the multi before it leaves `active`.
@@ -410,7 +411,14 @@ public final class TransferEngine {
     /// Refuses what libcurl would only refuse later, at connect time, so `start` can
     /// throw: a URL libcurl cannot parse, or a scheme other than http and https.
     /// Returns the scheme, lowercased.
+    ///
+    /// libcurl parses the URL again when the transfer runs (it keeps no parse from
+    /// `curl_url`), so the URLs nearly every request carries — `http://` or `https://`,
+    /// a plain host name or IPv4 address, an optional port, printable ASCII after — are
+    /// recognised by `plainHTTPScheme` with one pass over the bytes. Everything else,
+    /// and every refusal with its message, comes from libcurl's own parser as before.
     static func validate(url: String) throws -> String {
+        if let scheme = plainHTTPScheme(url) { return scheme }
         guard let u = curl_url() else { throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_url failed: out of memory") }
         defer { curl_url_cleanup(u) }
         let rc = curl_url_set(u, CURLUPART_URL, url, UInt32(CURLU_NON_SUPPORT_SCHEME))
@@ -428,6 +436,67 @@ public final class TransferEngine {
                                   "Protocol \"\(scheme)\" not supported: only http and https are allowed")
         }
         return scheme
+    }
+
+    /// "http" or "https" when `url` is `http://` or `https://` (lower case), a host of
+    /// ASCII letters, digits, `-`, `.` and `_`, optionally `:` and a port of 1 to 65535
+    /// without leading zeros, then nothing or `/`, `?` or `#` followed by printable
+    /// ASCII other than space and `\`. Such a URL is accepted by libcurl's parser
+    /// (its host check refuses only other characters, its junk scan only controls and
+    /// spaces; `URLFastPathTests` checks the agreement against the libcurl in
+    /// use); nil means "not sure", never "malformed".
+    static func plainHTTPScheme(_ url: String) -> String? {
+        let result: String?? = url.utf8.withContiguousStorageIfAvailable { u -> String? in
+            let n = u.count
+            guard n <= maxPlainURLLength, n > 7, u[0] == 0x68, u[1] == 0x74, u[2] == 0x74, u[3] == 0x70 else {
+                return nil  // "http"
+            }
+            var i = 4
+            let scheme: String
+            if u[i] == 0x73 {  // "s"
+                scheme = "https"
+                i += 1
+            } else {
+                scheme = "http"
+            }
+            guard i + 3 <= n, u[i] == 0x3A, u[i + 1] == 0x2F, u[i + 2] == 0x2F else { return nil }  // "://"
+            i += 3
+            let hostStart = i
+            while i < n, isPlainHostByte(u[i]) { i += 1 }
+            guard i > hostStart else { return nil }
+            if i < n, u[i] == 0x3A {  // ":" port
+                i += 1
+                let portStart = i
+                var port = 0
+                while i < n, u[i] >= 0x30, u[i] <= 0x39, i - portStart < 5 {
+                    port = port * 10 + Int(u[i] - 0x30)
+                    i += 1
+                }
+                guard i > portStart, u[portStart] != 0x30, port <= 65535 else { return nil }
+            }
+            guard i == n || u[i] == 0x2F || u[i] == 0x3F || u[i] == 0x23 else { return nil }  // "/", "?", "#"
+            while i < n {
+                let c = u[i]
+                guard c > 0x20, c < 0x7F, c != 0x5C else { return nil }
+                i += 1
+            }
+            return scheme
+        }
+        return result ?? nil
+    }
+
+    /// Longer URLs take the slow path (libcurl refuses beyond 8 MB; nobody is in a hurry
+    /// then).
+    static let maxPlainURLLength = 8192
+
+    private static func isPlainHostByte(_ c: UInt8) -> Bool {
+        switch c {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
+            return true
+        default:
+            return false
+        }
     }
 }
 

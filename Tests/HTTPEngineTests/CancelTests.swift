@@ -131,4 +131,24 @@ import Testing
         #expect(t.delegate == nil)
         #expect(try h.finish() == [])
     }
+
+    /// The same for a transfer stalled with no bytes moving: libcurl keeps calling the
+    /// progress callback with unchanged figures, which looks for the delegate every few
+    /// reports (`Transfer.delegateCheckInterval`).
+    @Test func droppedDelegateAbortsAStalledTransfer() throws {
+        let h = try Harness()
+        var r: Recorder? = Recorder()
+        var bodySeen = false
+        r?.onBody = { _ in bodySeen = true }
+        // One byte, then nothing for 100 s.
+        let t = Transfer(request: TransferRequest(url: h.url("/drip/10?chunk=1&delay=100000")), delegate: r!)
+        try h.engine.start(t)
+        h.run(seconds: 10) { bodySeen }
+        #expect(bodySeen)
+        r = nil
+        h.run(seconds: 30) { h.engine.activeTransfers == 0 }
+        #expect(h.engine.activeTransfers == 0)
+        #expect(t.delegate == nil)
+        #expect(try h.finish() == [])
+    }
 }

@@ -65,3 +65,58 @@ import Testing
         #expect(parse(["Junk: 1\r\n"]) == nil)
     }
 }
+
+/// `decodeHeaderText` takes a fast path for ASCII; whatever the path, it gives what the
+/// plain rule gives: valid UTF-8 as such, anything else as Latin-1.
+@Suite struct HeaderTextDecodingTests {
+    func reference(_ bytes: [UInt8]) -> String {
+        if let s = String(validating: bytes, as: UTF8.self) { return s }
+        var s = ""
+        s.unicodeScalars.append(contentsOf: bytes.map { Unicode.Scalar($0) })
+        return s
+    }
+
+    @Test func everyPathAgreesWithTheRule() {
+        let samples: [[UInt8]] = [
+            [],
+            Array("a".utf8),
+            Array("Content-Length".utf8),                                    // small string
+            Array("text/html; charset=utf-8, and then some more".utf8),       // heap string
+            Array("naïve café".utf8),                                         // UTF-8
+            Array(String(repeating: "é", count: 40).utf8),                    // long UTF-8
+            [0x63, 0x61, 0x66, 0xE9],                                         // "café" in Latin-1
+            [0xFF, 0xFE, 0x41],                                               // never UTF-8
+            [0xE2, 0x82],                                                     // truncated sequence
+            [0x7F, 0x00, 0x41],                                               // DEL and NUL are ASCII
+            Array(repeating: 0x41, count: 200) + [0xE9],                     // high byte at the end
+        ]
+        for bytes in samples {
+            let got = bytes.withUnsafeBytes { decodeHeaderText($0) }
+            #expect(got == reference(bytes), "\(bytes)")
+            #expect(got.unicodeScalars.count <= bytes.count)
+        }
+    }
+
+    @Test func statusLineNeedsTheWholePrefix() {
+        var p = ResponseHeadParser()
+        Array("HTTP\r\n".utf8).withUnsafeBytes { p.consume(line: $0) }
+        #expect(p.current == nil)
+        Array("HTTP/1.1 204\n".utf8).withUnsafeBytes { p.consume(line: $0) }
+        Array("X-A: 1\n".utf8).withUnsafeBytes { p.consume(line: $0) }
+        Array("\n".utf8).withUnsafeBytes { p.consume(line: $0) }
+        #expect(p.current?.status == 204)
+        #expect(p.current?.statusText == "No Content")
+        #expect(p.current?.headers.map { "\($0.name)=\($0.value)" } == ["X-A=1"])
+    }
+
+    /// More headers than the capacity reserved for a block are all kept, in order.
+    @Test func manyHeadersKeepTheirOrder() {
+        var p = ResponseHeadParser()
+        Array("HTTP/1.1 200 OK\r\n".utf8).withUnsafeBytes { p.consume(line: $0) }
+        for i in 0..<100 {
+            Array("X-\(i): v\(i)\r\n".utf8).withUnsafeBytes { p.consume(line: $0) }
+        }
+        #expect(p.current?.headers.map(\.name) == (0..<100).map { "X-\($0)" })
+        #expect(p.current?.headers.map(\.value) == (0..<100).map { "v\($0)" })
+    }
+}

@@ -1,0 +1,217 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EventLoop
+import Testing
+@testable import HTTPEngine
+
+/// The poll of a pooled connection is left armed when libcurl stops watching it (lazy
+/// disarm, `TransferEngine+Sockets.swift`): reusing the connection restarts nothing, and
+/// a connection the server closes (FIN or RST) while it idles in the cache neither spins
+/// the loop nor breaks the next request to that host. Neither does a paused transfer
+/// whose socket has bytes waiting.
+@Suite struct IdleConnectionTests {
+    /// Loop turns in `seconds` of a loop that should be idle. An idle loop takes one turn
+    /// (the deadline) or a few; a level-triggered poll left armed on a closed socket
+    /// takes one per wake-up, thousands in 200 ms.
+    func turns(_ h: Harness, seconds: Double) throws -> Int {
+        let deadline = try Timer(loop: h.loop)
+        var expired = false
+        deadline.start(timeout: UInt64(seconds * 1000)) { expired = true }
+        var n = 0
+        while !expired {
+            h.loop.runOnce()
+            n += 1
+        }
+        deadline.close()
+        return n
+    }
+
+    /// The most turns 200 ms of idleness may take: the deadline's, plus the turn that
+    /// sees the connection close, plus slack for close callbacks and libcurl timers (a
+    /// spinning loop takes over 100 000).
+    static let idleTurns = 20
+
+    func get(_ h: Harness, _ url: String) throws -> (Transfer, Recorder) {
+        let (t, r) = try h.start(TransferRequest(url: url))
+        h.run(seconds: 10) { r.completions > 0 }
+        return (t, r)
+    }
+
+    @Test func reusedConnectionKeepsItsPollArmed() throws {
+        let h = try Harness()
+        let server = try IdleCloseServer(loop: h.loop)
+        let (first, r1) = try get(h, server.url("/a"))
+        #expect(r1.succeeded && r1.bodyText == "ok")
+        let w = try #require(first.lastConnection)
+        // Idle in the cache: libcurl no longer watches it, the poll is still armed.
+        #expect(!w.watching && w.armed)
+        // Writable while connecting and sending, then readable for the response.
+        #expect(w.starts == 2)
+        for i in 0..<5 {
+            let (t, r) = try get(h, server.url("/b\(i)"))
+            #expect(r.succeeded && r.bodyText == "ok")
+            #expect(t.metrics?.connectionsOpened == 0)
+            #expect(t.lastConnection === w)
+        }
+        #expect(w.starts == 2)
+        #expect(server.accepted == 1 && server.requests == 6)
+        #expect(try turns(h, seconds: 0.2) <= IdleConnectionTests.idleTurns)
+        server.close()
+        #expect(try h.finish() == [])
+    }
+
+    func serverClosesIdleConnection(reset: Bool) throws {
+        let h = try Harness()
+        let server = try IdleCloseServer(loop: h.loop)
+        let (first, r1) = try get(h, server.url("/a"))
+        #expect(r1.succeeded)
+        let w = try #require(first.lastConnection)
+        #expect(!w.watching && w.armed)
+
+        server.closeConnections(reset: reset)
+        let idle = try turns(h, seconds: 0.2)
+        #expect(idle <= IdleConnectionTests.idleTurns, "the loop turned \(idle) times in 200 ms")
+        // The event was seen and the poll stopped; the socket stays libcurl's until it
+        // notices the connection is dead.
+        #expect(!w.armed)
+
+        let (second, r2) = try get(h, server.url("/b"))
+        #expect(r2.succeeded && r2.bodyText == "ok", "\(String(describing: r2.failure))")
+        #expect(second.metrics?.connectionsOpened == 1)
+        #expect(server.accepted == 2 && server.requests == 2)
+        #expect(try turns(h, seconds: 0.2) <= IdleConnectionTests.idleTurns)
+        server.close()
+        #expect(try h.finish() == [])
+    }
+
+    @Test func serverClosesIdleConnection() throws {
+        try serverClosesIdleConnection(reset: false)
+    }
+
+    @Test func serverResetsIdleConnection() throws {
+        try serverClosesIdleConnection(reset: true)
+    }
+
+    /// A paused transfer: libcurl stops watching its socket while bytes wait there. The
+    /// poll fires once, is stopped, and the transfer resumes and completes byte-exact.
+    @Test func pausedTransferDoesNotSpin() throws {
+        let h = try Harness()
+        let r = Recorder(expectingSeed: 3)
+        var refused = false
+        r.accept = { _ in
+            if refused { return true }
+            refused = true
+            return false
+        }
+        let (t, _) = try h.start(TransferRequest(url: h.url("/bytes/1000000?seed=3")), r)
+        h.run(seconds: 10) { refused }
+        #expect(t.isPaused)
+        let idle = try turns(h, seconds: 0.2)
+        #expect(idle <= IdleConnectionTests.idleTurns, "the loop turned \(idle) times in 200 ms")
+        t.resume()
+        h.run(seconds: 10) { r.completions > 0 }
+        #expect(r.succeeded)
+        #expect(r.checker?.matches(count: 1_000_000) == true)
+        #expect(try h.finish() == [])
+    }
+}
+
+/// A loopback HTTP/1.1 server on the test's loop that answers every request with
+/// `200 ok` on a keep-alive connection, and closes its connections when told: with a
+/// FIN, or with a reset (`SO_LINGER` 0). Raw sockets watched by `Poll`, so the test
+/// chooses exactly how a connection ends.
+final class IdleCloseServer {
+    let loop: Loop
+    let listenFD: Int32
+    let port: Int
+    private var listenPoll: Poll?
+    private var connections: [Int32: (poll: Poll, pending: [UInt8])] = [:]
+    private(set) var accepted = 0
+    private(set) var requests = 0
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    init(loop: Loop) throws {
+        self.loop = loop
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) { a in
+            a.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                bind(fd, sa, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, sa, &length) == 0
+            }
+        }
+        guard ok else {
+            Glibc.close(fd)
+            throw Failure(description: "bind/listen: \(errno)")
+        }
+        listenFD = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let poll = try Poll(loop: loop, socket: fd)
+        listenPoll = poll
+        try poll.start(.readable) { [unowned self] _, _ in self.acceptAll() }
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    private func acceptAll() {
+        while true {
+            let c = accept(listenFD, nil, nil)
+            guard c >= 0 else { return }
+            _ = fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK)
+            guard let poll = try? Poll(loop: loop, socket: c) else {
+                Glibc.close(c)
+                continue
+            }
+            accepted += 1
+            connections[c] = (poll, [])
+            try? poll.start(PollEvents.readable) { [unowned self] (_: Int32, _: PollEvents) in self.readable(c) }
+        }
+    }
+
+    private func readable(_ c: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { read(c, $0.baseAddress, $0.count) }
+        guard n > 0 else {
+            if n == 0 || (errno != EAGAIN && errno != EINTR) { drop(c, reset: false) }
+            return
+        }
+        connections[c]?.pending.append(contentsOf: buffer[0..<n])
+        let end: [UInt8] = Array("\r\n\r\n".utf8)
+        while let pending = connections[c]?.pending,
+              let i = pending.indices.dropLast(3).first(where: { Array(pending[$0..<$0 + 4]) == end }) {
+            connections[c]?.pending.removeFirst(i + 4)
+            requests += 1
+            let reply = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
+            _ = reply.withUnsafeBytes { write(c, $0.baseAddress, $0.count) }
+        }
+    }
+
+    private func drop(_ c: Int32, reset: Bool) {
+        guard let entry = connections.removeValue(forKey: c) else { return }
+        entry.poll.close()  // stops watching before the number can be reused
+        if reset {
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            _ = setsockopt(c, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        }
+        Glibc.close(c)
+    }
+
+    /// Closes every accepted connection (FIN, or RST when `reset`); keeps listening.
+    func closeConnections(reset: Bool) {
+        for c in Array(connections.keys) { drop(c, reset: reset) }
+    }
+
+    /// Closes everything; the polls finish closing on the loop's next turn.
+    func close() {
+        closeConnections(reset: false)
+        listenPoll?.close()
+        listenPoll = nil
+        Glibc.close(listenFD)
+    }
+}
