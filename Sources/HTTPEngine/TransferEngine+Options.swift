@@ -63,7 +63,8 @@ extension TransferEngine {
             try e.set(CURLOPT_HTTP_VERSION, Curl.http11)
         }
         if r.forbidConnectionReuse { try e.set(CURLOPT_FORBID_REUSE, 1) }
-        if let caFile = options.caFile { try e.set(CURLOPT_CAINFO, caFile) }
+        try configureTLS(e, r)
+        if let proxy = r.proxy { try configureProxy(e, proxy) }
 
         // What comes back: decoded bodies, no proxy CONNECT heads in the header stream.
         try e.set(CURLOPT_ACCEPT_ENCODING, TransferEngine.acceptEncoding)
@@ -114,6 +115,66 @@ extension TransferEngine {
         if features & CURL_VERSION_ZSTD != 0 { codings.append("zstd") }
         return codings.isEmpty ? "identity" : codings.joined(separator: ", ")
     }()
+
+    /// TLS settings. Set whatever the URL's scheme: an http:// request may be
+    /// redirected to https://, and the hop must be held to the same rules. libcurl keeps
+    /// these in the connection's SSL configuration and reuses a connection (or a TLS
+    /// session) only for a transfer whose configuration matches, which is what keeps a
+    /// relaxed connection away from a verifying request.
+    private func configureTLS(_ e: EasyHandle, _ r: TransferRequest) throws {
+        // libcurl's default minimum is TLS 1.0: always say ours.
+        try e.set(CURLOPT_SSLVERSION, TransferEngine.sslVersionBits(options.tlsMin))
+        if let caFile = options.caFile { try e.set(CURLOPT_CAINFO, caFile) }
+        if !r.verifyPeer {
+            try e.set(CURLOPT_SSL_VERIFYPEER, 0)
+            try e.set(CURLOPT_SSL_VERIFYHOST, 0)
+        } else if !r.verifyHost {
+            try e.set(CURLOPT_SSL_VERIFYHOST, 0)
+        }
+        if let c = r.clientCertificate {
+            try e.set(CURLOPT_SSLCERT, c.certPath)
+            try e.set(CURLOPT_SSLCERTTYPE, "PEM")
+            try e.set(CURLOPT_SSLKEY, c.keyPath)
+            try e.set(CURLOPT_SSLKEYTYPE, "PEM")
+            if let password = c.keyPassword { try e.set(CURLOPT_KEYPASSWD, password) }
+            // libcurl matches a cached connection (and TLS session) on the certificate
+            // path but not on the key or its password: a request with a wrong password
+            // would ride a connection another request authenticated. A request that
+            // proves a client identity therefore proves it on a connection of its own
+            // and leaves nothing behind (`TLSClientCertificateTests`).
+            try e.set(CURLOPT_FRESH_CONNECT, 1)
+            try e.set(CURLOPT_FORBID_REUSE, 1)
+            try e.set(CURLOPT_SSL_SESSIONID_CACHE, 0)
+        }
+        if let pins = r.pinnedPublicKey { try e.set(CURLOPT_PINNEDPUBLICKEY, pins) }
+    }
+
+    /// A forward HTTP proxy. https:// goes through a CONNECT tunnel (libcurl does that
+    /// by itself for TLS through an HTTP proxy); the origin's certificate is verified
+    /// inside it with the TLS settings above. The proxy is given as host and port, not
+    /// as a URL, so an IPv6 literal or odd characters in a name cannot change its
+    /// meaning, and the credentials travel in their own options, never in a URL that
+    /// libcurl might quote in an error.
+    private func configureProxy(_ e: EasyHandle, _ p: ProxySettings) throws {
+        guard !p.host.isEmpty, (1...65535).contains(p.port) else {
+            throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "A proxy needs a host and a port from 1 to 65535")
+        }
+        try e.set(CURLOPT_PROXY, p.host.contains(":") ? "[\(p.host)]" : p.host)
+        try e.set(CURLOPT_PROXYPORT, p.port)
+        try e.set(CURLOPT_PROXYTYPE, Curl.proxyHTTP)
+        if let user = p.user {
+            try e.set(CURLOPT_PROXYUSERNAME, user)
+            try e.set(CURLOPT_PROXYPASSWORD, p.password ?? "")
+            try e.set(CURLOPT_PROXYAUTH, TransferEngine.authBits(p.auth))
+        }
+    }
+
+    static func sslVersionBits(_ v: TLSVersion) -> Int {
+        switch v {
+        case .v1_2: return Curl.sslTLS12
+        case .v1_3: return Curl.sslTLS13
+        }
+    }
 
     static func authBits(_ scheme: AuthScheme) -> Int {
         switch scheme {

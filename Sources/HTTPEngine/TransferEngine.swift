@@ -301,11 +301,13 @@ public final class TransferEngine {
     /// and the connection.
     private func complete(_ t: Transfer, _ result: CURLcode) {
         guard t.state == .running, let slot = t.slot else { return }
+        let effectiveURL = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
         let failure = result == CURLE_OK ? nil : TransferFailure(
             curlCode: result, errorBuffer: slot.errorBuffer,
-            osErrno: Int32(truncatingIfNeeded: slot.easy.info(long: CURLINFO_OS_ERRNO) ?? 0))
+            osErrno: Int32(truncatingIfNeeded: slot.easy.info(long: CURLINFO_OS_ERRNO) ?? 0),
+            overTLS: effectiveURL.prefix(6).lowercased() == "https:")
         t.metrics = TransferMetrics(
-            effectiveURL: slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url,
+            effectiveURL: effectiveURL,
             redirectCount: slot.easy.info(long: CURLINFO_REDIRECT_COUNT) ?? 0,
             connectionsOpened: slot.easy.info(long: CURLINFO_NUM_CONNECTS) ?? 0,
             totalTime: Double(slot.easy.info(offset: CURLINFO_TOTAL_TIME_T) ?? 0) / 1_000_000)

@@ -9,7 +9,10 @@ import CCurl
 /// host, port and the system error: "Failed to connect to 127.0.0.1 port 1 after 0 ms:
 /// Connection refused"), else `curl_easy_strerror`. TLS failures always begin with
 /// `SSL` (DESIGN.md §4: `getStatusText` promises it), prefixed with `SSL: ` when
-/// libcurl's own words do not.
+/// libcurl's own words do not. That includes failures libcurl files under a generic
+/// code: a TLS 1.3 alert read after the handshake (the server refusing a missing
+/// client certificate) is `CURLE_RECV_ERROR` with "OpenSSL SSL_read: …". A proxy's
+/// refusal of a CONNECT tunnel says which status the proxy answered and what it means.
 public struct TransferFailure: Error, Sendable, CustomStringConvertible {
     /// The `CURLcode` (`CURLE_OPERATION_TIMEDOUT` = 28, …), stable across versions.
     public var code: Int32
@@ -25,7 +28,9 @@ public struct TransferFailure: Error, Sendable, CustomStringConvertible {
 
     /// Builds the failure for a finished transfer from its code, error buffer and the
     /// system error of its last socket call (`CURLINFO_OS_ERRNO`, 0 when none).
-    init(curlCode: CURLcode, errorBuffer: UnsafePointer<CChar>?, osErrno: Int32 = 0) {
+    /// `overTLS` says the transfer's (last) URL was https, so that a send or receive
+    /// failure raised by the TLS library is recognised as one.
+    init(curlCode: CURLcode, errorBuffer: UnsafePointer<CChar>?, osErrno: Int32 = 0, overTLS: Bool = false) {
         var text = ""
         if let errorBuffer, errorBuffer.pointee != 0 {
             text = String(cString: errorBuffer)
@@ -39,8 +44,27 @@ public struct TransferFailure: Error, Sendable, CustomStringConvertible {
         if curlCode == CURLE_COULDNT_CONNECT, osErrno > 0, text.hasSuffix(generic) {
             text = text.dropLast(generic.count) + ": " + String(cString: strerror(osErrno))
         }
-        if TransferFailure.isTLS(curlCode), !text.hasPrefix("SSL") { text = "SSL: " + text }
+        let tlsLayer = TransferFailure.isTLS(curlCode)
+            || (overTLS && (curlCode == CURLE_RECV_ERROR || curlCode == CURLE_SEND_ERROR)
+                && text.hasPrefix(TransferFailure.tlsLibraryPrefix))
+        if tlsLayer, !text.hasPrefix("SSL") { text = "SSL: " + text }
+        if curlCode == CURLE_RECV_ERROR, let status = TransferFailure.refusedTunnelStatus(text) {
+            let phrase = HTTPStatus.phrase(for: status)
+            text += (phrase.isEmpty ? "" : " (\(phrase))") + ": the proxy refused to open a tunnel to the server"
+        }
         self.init(code: Int32(curlCode.rawValue), text: text)
+    }
+
+    /// How libcurl's OpenSSL backend begins the errors of `SSL_read` and `SSL_write`
+    /// ("OpenSSL SSL_read: …"); the engine is built against OpenSSL only.
+    static let tlsLibraryPrefix = "OpenSSL "
+
+    /// The status of a refused CONNECT in libcurl's "CONNECT tunnel failed, response
+    /// 407", or nil when the text is something else.
+    static func refusedTunnelStatus(_ text: String) -> Int? {
+        let lead = "CONNECT tunnel failed, response "
+        guard text.hasPrefix(lead) else { return nil }
+        return Int(text.dropFirst(lead.count).prefix { $0.isNumber })
     }
 
     /// The codes that mean the TLS layer failed: handshake, verification, certificates,

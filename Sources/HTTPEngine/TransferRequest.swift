@@ -4,6 +4,54 @@ public enum AuthScheme: String, Sendable {
     case basic = "BASIC", digest = "DIGEST", negotiate = "NEGOTIATE", ntlm = "NTLM"
 }
 
+/// The lowest TLS version a transfer accepts (`--tls-min`). The raw values are the
+/// names of the flag and the config key.
+public enum TLSVersion: String, Sendable, CaseIterable {
+    case v1_2 = "1.2", v1_3 = "1.3"
+}
+
+/// A client certificate for TLS client authentication (the seed's client identity):
+/// PEM files the engine hands to libcurl by path. The Service layer decides which
+/// paths a client may name (it confines them); the engine trusts what it is given.
+public struct ClientCertificate: Sendable, Equatable {
+    /// PEM certificate (a chain may follow the leaf).
+    public var certPath: String
+    /// PEM private key, plain or encrypted (PKCS#8 or traditional).
+    public var keyPath: String
+    /// The key's password; nil for a plain key. Never logged or shown.
+    public var keyPassword: String?
+
+    public init(certPath: String, keyPath: String, keyPassword: String? = nil) {
+        self.certPath = certPath
+        self.keyPath = keyPath
+        self.keyPassword = keyPassword
+    }
+}
+
+/// An HTTP forward proxy (`enableHttpProxy`, or the server's egress proxy). http://
+/// URLs go to it in absolute form; https:// ones through a CONNECT tunnel, inside
+/// which the origin's certificate is verified as on a direct connection.
+public struct ProxySettings: Sendable, Equatable {
+    /// A host name or an IP literal (IPv6 without brackets).
+    public var host: String
+    public var port: Int
+    /// Credentials for the proxy, offered with `auth` when `user` is not nil. The
+    /// password is never logged or shown.
+    public var user: String?
+    public var password: String?
+    /// BASIC, DIGEST or NTLM (the seed's proxy schemes; NEGOTIATE is refused by the
+    /// Service layer for proxies, as the seed supports Kerberos for servers only).
+    public var auth: AuthScheme
+
+    public init(host: String, port: Int, user: String? = nil, password: String? = nil, auth: AuthScheme = .basic) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.auth = auth
+    }
+}
+
 /// The body of a request.
 ///
 /// `.bytes` is sent from memory without a copy when it is large (a read callback walks
@@ -18,8 +66,8 @@ public enum TransferBody: Sendable {
 }
 
 /// Everything one transfer needs, as plain data: the Service layer fills it in, the
-/// engine maps it onto libcurl options in `start`. Later issues add TLS, proxy, cookie
-/// and policy options here.
+/// engine maps it onto libcurl options in `start`. Later issues add cookie and policy
+/// options here.
 ///
 /// Method and body combine as libcurl does it:
 /// - `HEAD` is sent with `CURLOPT_NOBODY`; a body is ignored.
@@ -58,8 +106,26 @@ public struct TransferRequest: Sendable {
     /// (`close` of the seed).
     public var forbidConnectionReuse: Bool
 
+    // TLS. Verification is on unless switched off; libcurl compares these settings
+    // before it reuses a connection or a TLS session, so a connection opened with
+    // relaxed checks never carries a request that verifies (`TLSConnectionReuseTests`).
+    /// Verify the server's certificate chain (`CURLOPT_SSL_VERIFYPEER`). Off also
+    /// switches off the host name check, as the seed's `disablePeerVerification` says.
+    public var verifyPeer: Bool
+    /// Verify that the certificate names the host (`CURLOPT_SSL_VERIFYHOST`).
+    public var verifyHost: Bool
+    /// A client certificate to offer when the server asks for one.
+    public var clientCertificate: ClientCertificate?
+    /// `sha256//BASE64` pins, several joined with `;` (`CURLOPT_PINNEDPUBLICKEY`): the
+    /// server's public key must match one. Only the string form; the Service layer
+    /// refuses file paths.
+    public var pinnedPublicKey: String?
+    /// A forward proxy; nil connects directly.
+    public var proxy: ProxySettings?
+
     /// A request with the defaults: no headers, no body, no timeout, redirects followed
-    /// (at most 10), no credentials, multiplexing allowed, connection reuse allowed.
+    /// (at most 10), no credentials, multiplexing allowed, connection reuse allowed,
+    /// full TLS verification, no client certificate, no pin, no proxy.
     public init(method: String = "GET", url: String) {
         self.method = method
         self.url = url
@@ -73,6 +139,11 @@ public struct TransferRequest: Sendable {
         self.auth = .basic
         self.multiplexing = true
         self.forbidConnectionReuse = false
+        self.verifyPeer = true
+        self.verifyHost = true
+        self.clientCertificate = nil
+        self.pinnedPublicKey = nil
+        self.proxy = nil
     }
 }
 
@@ -86,6 +157,9 @@ public struct EngineOptions: Sendable {
     public var maxHostConnections: Int = 0
     /// A PEM bundle of trusted CAs, replacing the system's (`CURLOPT_CAINFO`).
     public var caFile: String? = nil
-    /// Defaults: 256 cached connections, no per-host limit, the system's CAs.
+    /// The lowest TLS version accepted, on every https connection (origin or tunnel).
+    public var tlsMin: TLSVersion = .v1_2
+    /// Defaults: 256 cached connections, no per-host limit, the system's CAs, TLS 1.2
+    /// or later.
     public init() {}
 }

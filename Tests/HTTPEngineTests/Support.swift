@@ -18,18 +18,22 @@ final class Upstream {
     private let stdoutPipe = Pipe()
     let port: Int
 
-    static let script: String = {
-        // …/Tests/HTTPEngineTests/Support.swift → …/Tests/Fixtures/upstream.py
+    static let fixtures: String = {
+        // …/Tests/HTTPEngineTests/Support.swift → …/Tests/Fixtures
         let here = URL(fileURLWithPath: #filePath)
-        return here.deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/upstream.py").path
+        return here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures").path
     }()
+    static let script = fixtures + "/upstream.py"
+    /// The forward proxy fixture; it prints the same READY line and stops the same way.
+    static let proxyScript = fixtures + "/proxy.py"
 
     struct StartFailure: Error, CustomStringConvertible { var description: String }
 
-    init() throws {
+    /// Starts `script` (the upstream unless told otherwise) on 127.0.0.1 and a free
+    /// port, with `arguments` added (`--tls-cert …` for HTTPS, `--user …` for a proxy).
+    init(script: String = Upstream.script, arguments: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Upstream.script, "--host", "127.0.0.1", "--port", "0"]
+        process.arguments = ["python3", script, "--host", "127.0.0.1", "--port", "0"] + arguments
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
         try process.run()
@@ -55,6 +59,7 @@ final class Upstream {
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    func httpsURL(_ path: String) -> String { "https://127.0.0.1:\(port)\(path)" }
 
     func stop() {
         try? stdinPipe.fileHandleForWriting.close()
@@ -70,14 +75,16 @@ final class Harness {
     let engine: TransferEngine
     let upstream: Upstream
 
-    init(options: EngineOptions = .init()) throws {
+    /// `upstreamArguments` go to the upstream fixture (`--tls-cert …` makes it HTTPS).
+    init(options: EngineOptions = .init(), upstreamArguments: [String] = []) throws {
         precondition(CurlSetup.done, "curl_global_init failed")
         loop = try Loop()
         engine = try TransferEngine(loop: loop, options: options)
-        upstream = try Upstream()
+        upstream = try Upstream(arguments: upstreamArguments)
     }
 
     func url(_ path: String) -> String { upstream.url(path) }
+    func httpsURL(_ path: String) -> String { upstream.httpsURL(path) }
 
     /// Runs the loop until `done()` holds or `seconds` pass (a deadline timer, no
     /// sleeping). Returns whether `done()` held.
@@ -293,4 +300,44 @@ func sha256Hex(_ message: [UInt8]) -> String {
 /// The JSON object an echo endpoint answered with.
 func json(_ r: Recorder) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(r.body))) as? [String: Any] ?? [:]
+}
+
+/// The certificates of `Tests/Fixtures/certs.py`, made once per test process in a
+/// private temporary directory (about 0.5 s) and removed when the process exits.
+enum TestCertificates {
+    /// `{name: path}` and the pin strings, as `make_all` returns them; empty when
+    /// certs.py failed (the tests using it then fail on a missing path, and
+    /// `madeAll` says why).
+    static let paths: [String: String] = make()
+    static var madeAll: Bool { paths["ca"] != nil }
+    private static let directory = NSTemporaryDirectory() + "xhrpc-certs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+
+    static func path(_ name: String) -> String { paths[name] ?? "/nonexistent/\(name)" }
+
+    private static func make() -> [String: String] {
+        let p = Process()
+        let out = Pipe()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", Upstream.fixtures + "/certs.py", directory]
+        p.standardOutput = out
+        do { try p.run() } catch { return [:] }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        atexit { try? FileManager.default.removeItem(atPath: TestCertificates.directory) }
+        guard p.terminationStatus == 0,
+              let o = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return [:] }
+        return o.compactMapValues { $0 as? String }
+    }
+
+    /// upstream.py arguments serving `cert`/`key` (names of `make_all`) over TLS.
+    static func serving(_ cert: String, _ key: String, _ extra: [String] = []) -> [String] {
+        ["--tls-cert", path(cert), "--tls-key", path(key)] + extra
+    }
+
+    /// Engine options trusting the test CA only.
+    static var trustingTestCA: EngineOptions {
+        var o = EngineOptions()
+        o.caFile = path("ca")
+        return o
+    }
 }
