@@ -226,9 +226,13 @@ public final class TransferEngine {
 
     /// Makes sure the connection a finished transfer left in the cache is not reused
     /// (the seed's `close`). libcurl has no call to close one cached connection, so the
-    /// engine shuts the socket down (`shutdown(2)`, both ways): libcurl's liveness check
-    /// then finds it dead before any reuse and closes it through the close-socket
-    /// callback. Best effort by design: a connection some other transfer took over
+    /// engine shuts the socket's reading side down (`shutdown(2)`, `SHUT_RD`): libcurl's
+    /// liveness check then reads end-of-file, finds it dead before any reuse and closes
+    /// it through the close-socket callback. Only the reading side: libcurl sends a TLS
+    /// close_notify while it disconnects, and on a socket shut for writing that send
+    /// fails with EPIPE, whose "Send failure: Broken pipe" libcurl writes into the error
+    /// buffer of whichever transfer is running, where it would hide that transfer's own
+    /// failure text. Best effort by design: a connection some other transfer took over
     /// since (libcurl is watching it, or the last transfer that used it is still
     /// running — an HTTP/2 connection shared by several) is left alone rather than
     /// broken under that transfer; one that already closed needs nothing.
@@ -237,7 +241,7 @@ public final class TransferEngine {
         t.lastConnection = nil
         guard watch(w.fd) === w, w.openedByEngine, !w.watching else { return }
         if let user = w.lastUser, active.values.contains(where: { $0.slot?.easy.raw == user }) { return }
-        _ = Glibc.shutdown(w.fd, Int32(SHUT_RDWR))
+        _ = Glibc.shutdown(w.fd, Int32(SHUT_RD))
     }
 
     // MARK: - Driving libcurl

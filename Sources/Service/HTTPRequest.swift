@@ -38,6 +38,15 @@ final class HTTPRequest: TransferDelegate {
     /// ends the request with a failure instead of pausing the transfer.
     var failsWhenBufferFull = false
     var multiplexing = true
+    // TLS and proxy choices of the pre-send options (`Methods/TLSMethods.swift`,
+    // `Methods/ProxyMethods.swift`). Kept across `open`, like every pre-send option;
+    // `close` switches the verifications back on, as the seed's `close` does.
+    var verifyPeer = true
+    var verifyHost = true
+    var clientCertificate: ClientCertificate?
+    var pinnedPublicKey: String?
+    /// This request's own proxy; it wins over the principal's secure communication.
+    var proxy: ProxySettings?
     /// The connection that opened it, told about transitions unless it said not to be.
     weak var opener: ClientSession?
 
@@ -114,6 +123,11 @@ final class HTTPRequest: TransferDelegate {
         request.password = password
         request.auth = auth
         request.multiplexing = multiplexing
+        request.verifyPeer = verifyPeer
+        request.verifyHost = verifyHost
+        request.clientCertificate = clientCertificate
+        request.pinnedPublicKey = pinnedPublicKey
+        request.proxy = proxy ?? (principal.secureCommunication ? server.config.egressProxy : nil)
         switch body {
         case .none where !postValues.isEmpty:
             request.body = .bytes(Array(FormEncoding.encode(postValues).utf8))
@@ -151,11 +165,16 @@ final class HTTPRequest: TransferDelegate {
         return aborted
     }
 
-    /// The seed's `close`: after DONE, the connections this request used are not reused.
+    /// The seed's `close`: after DONE, the connections this request used are not reused,
+    /// and the checks its `disable…` calls switched off are switched back on (peer and
+    /// host verification, following redirects), so the next send verifies again.
     func close() -> Bool {
         guard state == .done, let t = lastTransfer else { return false }
         server.engine.closeConnections(usedBy: t)
         lastTransfer = nil
+        verifyPeer = true
+        verifyHost = true
+        followRedirects = true
         return true
     }
     private var lastTransfer: Transfer?

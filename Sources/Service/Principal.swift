@@ -8,6 +8,11 @@ final class Principal {
     private(set) var requests: [String: HTTPRequest] = [:]
     /// Subscriptions made by this principal's connections, by id.
     var subscriptions: [String: Subscription] = [:]
+    /// Whether this principal's requests go through the server's egress proxy
+    /// (`enableSecureCommunication`); off until it asks. A request's own
+    /// `enableHttpProxy` wins. Kept here, not on the connection, so that every
+    /// connection of the principal sees the same routing and another principal none of it.
+    var secureCommunication = false
 
     init(name: String) { self.name = name }
 

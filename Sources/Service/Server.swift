@@ -46,6 +46,8 @@ public final class Server {
     private func registerMethods() {
         registerServerMethods()
         registerRequestMethods()
+        registerTLSMethods()
+        registerProxyMethods()
         registerSubscriptionMethods()
         registerFetch()
     }

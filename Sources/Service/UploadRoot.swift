@@ -1,24 +1,30 @@
 import Foundation
 import JSONRPC
 
-/// Confines `sendWithFile` to the upload root. The path (relative paths are taken
-/// from the root) is resolved with realpath, which follows `..` and every symbolic
-/// link, and must then lie inside the resolved root: no way out by either.
+/// Confines the files a client names to a directory the operator chose: `sendWithFile`
+/// to the upload root, `setClientCertificate` to the certificate root (`rootName` says
+/// which, in messages). The path (relative paths are taken from the root) is resolved
+/// with realpath, which follows `..` and every symbolic link, and must then lie inside
+/// the resolved root: no way out by either. It must be a regular file the server can
+/// read.
 enum UploadRoot {
-    static func resolve(_ path: String, root: String) throws(RPCError) -> String {
+    static func resolve(_ path: String, root: String, rootName: String = "upload root") throws(RPCError) -> String {
         guard let realRoot = realPath(root) else {
-            throw .app(.fileError, "The upload root \(root) does not exist")
+            throw .app(.fileError, "The \(rootName) \(root) does not exist")
         }
         let candidate = path.hasPrefix("/") ? path : realRoot + "/" + path
         guard let real = realPath(candidate) else {
-            throw .app(.fileError, "No readable file at '\(path)' below the upload root", ["path": .string(path)])
+            throw .app(.fileError, "No readable file at '\(path)' below the \(rootName)", ["path": .string(path)])
         }
         guard real.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/") else {
-            throw .app(.forbidden, "'\(path)' is outside the upload root", ["path": .string(path)])
+            throw .app(.forbidden, "'\(path)' is outside the \(rootName)", ["path": .string(path)])
         }
         var st = stat()
         guard stat(real, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
             throw .app(.fileError, "'\(path)' is not a regular file", ["path": .string(path)])
+        }
+        guard access(real, R_OK) == 0 else {
+            throw .app(.fileError, "'\(path)' is not readable by the server", ["path": .string(path)])
         }
         return real
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JSON
 import Logging
+import HTTPEngine
 import Service
 
 /// The command line of xhrpcd. Every flag also has a key in the `--config` JSON file
@@ -46,6 +47,18 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Directory that sendWithFile may read from; without it sendWithFile is refused (config key \"uploadRoot\").", valueName: "dir"))
     var uploadRoot: String?
 
+    @Option(name: .long, help: ArgumentHelp("A PEM bundle of the CAs that https servers' certificates are verified against, instead of the system's (config key \"caFile\").", valueName: "file"))
+    var caFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("Lowest TLS version accepted: 1.2 or 1.3 (config key \"tlsMin\"; default 1.2).", valueName: "version"))
+    var tlsMin: String?
+
+    @Option(name: .long, help: ArgumentHelp("Directory that setClientCertificate may read certificate and key files from; without it setClientCertificate is refused (config key \"certRoot\").", valueName: "dir"))
+    var certRoot: String?
+
+    @Option(name: .long, help: ArgumentHelp("http://[user:password@]host:port of the HTTP proxy that enableSecureCommunication routes a client's requests through (config key \"egressProxy\"). User and password may be percent-encoded and are offered with Basic.", valueName: "url"))
+    var egressProxy: String?
+
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
 
@@ -67,6 +80,24 @@ struct XHRPCD: ParsableCommand {
         settings.connection.maxOutboundBytes = max(settings.connection.maxOutboundBytes, settings.maxBufferBytes * 3)
         settings.maxRedirects = try positive(maxRedirects ?? file.int("maxRedirects"), "max-redirects", allowZero: true) ?? settings.maxRedirects
         settings.uploadRoot = uploadRoot ?? file.string("uploadRoot")
+        settings.certRoot = certRoot ?? file.string("certRoot")
+        if let caFile = caFile ?? file.string("caFile") {
+            guard FileManager.default.isReadableFile(atPath: caFile) else {
+                throw ValidationError("--ca-file \(caFile) is not a readable file")
+            }
+            settings.engine.caFile = caFile
+        }
+        if let version = tlsMin ?? file.string("tlsMin") {
+            guard let v = TLSVersion(rawValue: version) else { throw ValidationError("--tls-min must be 1.2 or 1.3") }
+            settings.engine.tlsMin = v
+        }
+        if let proxy = egressProxy ?? file.string("egressProxy") {
+            do {
+                settings.egressProxy = try EgressProxyURL.parse(proxy)
+            } catch {
+                throw ValidationError("--egress-proxy: \(error.description)")
+            }
+        }
         if let mode = socketMode ?? file.string("socketMode") {
             guard let bits = UInt16(mode, radix: 8), bits <= 0o777 else {
                 throw ValidationError("--socket-mode must be octal permission bits such as 0600")
@@ -104,7 +135,7 @@ struct ConfigFile {
                 throw ValidationError("the config file \(path) must hold a JSON object")
             }
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
-                              "maxRedirects", "uploadRoot", "socketMode"]
+                              "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy"]
             for key in o.keys where !known.contains(key) {
                 throw ValidationError("the config file \(path) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
             }

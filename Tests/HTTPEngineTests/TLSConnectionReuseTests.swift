@@ -38,4 +38,22 @@ import Testing
         #expect(verifying.failure?.text == "SSL: no alternative certificate subject name matches target host name '127.0.0.1'")
         #expect(try h.finish() == [])
     }
+
+    /// After `closeConnections` (the seed's `close`) the relaxed connection is dropped
+    /// while the next transfer runs; its TLS goodbye must not put a send error into
+    /// that transfer's status text in place of its own verification failure.
+    @Test func closedRelaxedConnectionLeavesTheNextFailureTextAlone() throws {
+        let h = try Harness(options: TestCertificates.trustingTestCA,
+                            upstreamArguments: TestCertificates.serving("self_signed_cert", "self_signed_key"))
+        var relaxed = TransferRequest(url: h.httpsURL("/bytes/10"))
+        relaxed.verifyPeer = false
+        let (t1, r1) = try h.start(relaxed)
+        h.run(seconds: 30) { r1.completions > 0 }
+        #expect(r1.succeeded)
+        h.engine.closeConnections(usedBy: t1)
+        let r2 = try h.fetch(TransferRequest(url: h.httpsURL("/bytes/10")))
+        #expect(r2.failure?.code == 60)
+        #expect(r2.failure?.text == "SSL certificate problem: self-signed certificate")
+        #expect(try h.finish() == [])
+    }
 }

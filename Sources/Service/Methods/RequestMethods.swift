@@ -18,7 +18,7 @@ extension Server {
     }
 
     /// Declares a method whose one job is to act on an existing request.
-    private func onRequest(_ name: String, params: [String] = [],
+    func onRequest(_ name: String, params: [String] = [],
                            _ body: @escaping (HTTPRequest, RPCCall) throws -> JSONValue) {
         registry.register(name, params: ["request"] + params) { [unowned self] call in
             .result(try body(try request(call), call))

@@ -1,0 +1,53 @@
+import HTTPEngine
+import JSON
+import JSONRPC
+
+/// Proxies: a request's own HTTP proxy (`enableHttpProxy`, `disableHttpProxy`,
+/// pre-send options) and the principal's routing through the server's egress proxy
+/// (`enableSecureCommunication` and its two companions, the seed's "secure
+/// communication"). A request's own proxy wins over the egress proxy.
+extension Server {
+    func registerProxyMethods() {
+        onRequest("enableHttpProxy", params: ["host", "port", "user?", "password?", "auth?"]) { r, call in
+            let p = call.params
+            var host = try p.string("host")
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty, host.utf8.count <= 253,
+                  host.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]\\".unicodeScalars.contains($0) })
+            else {
+                throw RPCError.invalidParams("'host' must be a host name or an IP address (IPv6 with or without brackets), without spaces, '/', '@' or '?'")
+            }
+            let port = Int(try p.int("port", in: 1...65535))
+            let auth = try p.optionalWord("auth", oneOf: ["BASIC", "DIGEST", "NTLM"]).flatMap(AuthScheme.init(rawValue:)) ?? .basic
+            let user = try p.optionalString("user")
+            let password = try p.optionalString("password")
+            try r.checkOptionsAllowed("enableHttpProxy")
+            r.proxy = ProxySettings(host: host, port: port, user: user, password: password, auth: auth)
+            return true
+        }
+
+        onRequest("disableHttpProxy") { r, _ in
+            try r.checkOptionsAllowed("disableHttpProxy")
+            r.proxy = nil
+            return true
+        }
+
+        registry.register("enableSecureCommunication", params: []) { [unowned self] call in
+            let s = try session(call)
+            guard config.egressProxy != nil else {
+                throw RPCError.app(.forbidden, "No egress proxy is configured; start the server with --egress-proxy http://host:port to offer secure communication")
+            }
+            s.principal.secureCommunication = true
+            return .result(true)
+        }
+
+        registry.register("disableSecureCommunication", params: []) { [unowned self] call in
+            try session(call).principal.secureCommunication = false
+            return .result(true)
+        }
+
+        registry.register("isSecureCommunicationEnabled", params: []) { [unowned self] call in
+            .result(.bool(try session(call).principal.secureCommunication))
+        }
+    }
+}

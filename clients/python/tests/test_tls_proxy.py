@@ -1,0 +1,344 @@
+"""TLS policy, proxies, server authentication and secure communication through the RPC
+methods (issue 4): the exact status text of every TLS failure, proxies with Basic,
+Digest and NTLM, the egress proxy switched per principal, credentials for servers, and
+passwords kept out of replies, errors and logs.
+
+Certificates are made at test time (Tests/Fixtures/certs.py) in a temporary directory
+that is the server's --cert-root; every upstream and proxy is started here, on
+127.0.0.1, and stopped by the class that started it.
+"""
+
+import base64
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from support import FIXTURES, START_DEADLINE, STOP_DEADLINE, XhrpcServer, require_binary
+from test_requests import _server_args
+
+import certs  # Tests/Fixtures, on sys.path through support
+
+CERTS = {}
+CERT_DIR = None
+
+
+def setUpModule():
+    global CERT_DIR
+    CERT_DIR = tempfile.mkdtemp(prefix="xhrpc-tls-")
+    CERTS.update(certs.make_all(CERT_DIR))
+
+
+def tearDownModule():
+    if CERT_DIR:
+        shutil.rmtree(CERT_DIR, ignore_errors=True)
+
+
+class Fixture:
+    """upstream.py or proxy.py with arguments; READY line read with a deadline."""
+
+    def __init__(self, script, *args):
+        self.argv = [sys.executable, str(FIXTURES / script), "--host", "127.0.0.1", "--port", "0"] + list(args)
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_DEADLINE
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.proc.kill()
+                raise RuntimeError("%s did not print READY" % self.argv[1])
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 256)
+                if not chunk:
+                    raise RuntimeError("%s exited before READY" % self.argv[1])
+                line += chunk
+        self.port = int(line.split()[1])
+        return self
+
+    def url(self, path, scheme="http"):
+        return "%s://127.0.0.1:%d%s" % (scheme, self.port, path)
+
+    def https(self, path):
+        return self.url(path, "https")
+
+    def log(self):
+        """The proxy's record of requests (proxy.py only), read directly, and cleared."""
+        with urllib.request.urlopen(self.url("/log?clear=1"), timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=STOP_DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(STOP_DEADLINE)
+        self.proc.stdout.close()
+
+
+def tls_upstream(cert, *extra):
+    return Fixture("upstream.py", "--tls-cert", CERTS[cert + "_cert"], "--tls-key", CERTS[cert + "_key"], *extra)
+
+
+def client_required(*extra):
+    return tls_upstream("good", "--client-ca", CERTS["client_ca"], "--client-cert", "required", *extra)
+
+
+class TLSProxyCase(unittest.TestCase):
+    """One xhrpcd (trusting the test CA, certificates below --cert-root) and the
+    fixtures a class names in FIXTURES, started once per class."""
+
+    FIXTURES = {}
+    EXTRA_ARGS = ()
+    LOG_LEVEL = "warning"
+
+    @classmethod
+    def setUpClass(cls):
+        require_binary()
+        cls.fx = {}
+        try:
+            for name, make in cls.FIXTURES.items():
+                cls.fx[name] = make().start()
+            args = list(_server_args()) + ["--ca-file", CERTS["ca"], "--cert-root", CERT_DIR]
+            args += list(cls.server_args())
+            cls.server = XhrpcServer(args=args, log_level=cls.LOG_LEVEL).start()
+        except BaseException:
+            cls._stop_fixtures()
+            raise
+        cls.c = cls.server.connect()
+
+    @classmethod
+    def server_args(cls):
+        return cls.EXTRA_ARGS
+
+    @classmethod
+    def _stop_fixtures(cls):
+        for f in cls.fx.values():
+            f.stop()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        code = cls.server.stop()
+        cls._stop_fixtures()
+        if code != 0:
+            raise AssertionError("xhrpcd exited with %r\n%s" % (code, cls.server.stderr_text()))
+
+    def fetch(self, url, options=(), method="GET", user=None, password=None, auth=None):
+        """create, open (sync), the pre-send options as (method, params), send; the summary."""
+        r = self.c.call("create")["request"]
+        opened = {"request": r, "method": method, "url": url, "async": False, "subscribe": False}
+        if user is not None:
+            opened.update(user=user, password=password)
+        if auth is not None:
+            opened["auth"] = auth
+        for name, params in options:
+            self.c.call(name, dict(params, request=r))
+        self.c.call("open", opened)
+        summary = self.c.call("send", {"request": r}, timeout=30)
+        body = base64.b64decode(self.c.call("getReceiveBuffer", {"request": r})["data"])
+        self.c.call("release", {"request": r})
+        return summary, body
+
+    def assertFailed(self, summary, text):
+        """DONE, status 0, and the status text: exact, or matching a compiled pattern."""
+        self.assertEqual((summary["state"], summary["stateName"], summary["status"]), (5, "DONE", 0), summary)
+        if isinstance(text, str):
+            self.assertEqual(summary["statusText"], text)
+        else:
+            self.assertRegex(summary["statusText"], text)
+        print("\n  TLS case → %s" % summary["statusText"], file=sys.stderr)
+
+
+OPENSSL = r"OpenSSL/[0-9.]+: error:[0-9A-F]{8}:SSL routines::"
+
+
+class TLSFailureTexts(TLSProxyCase):
+    """Each TLS failure ends in DONE, status 0, with this exact status text."""
+
+    FIXTURES = {
+        "good": lambda: tls_upstream("good"),
+        "wrong_host": lambda: tls_upstream("wrong_host"),
+        "expired": lambda: tls_upstream("expired"),
+        "not_yet_valid": lambda: tls_upstream("not_yet_valid"),
+        "self_signed": lambda: tls_upstream("self_signed"),
+        "untrusted": lambda: tls_upstream("untrusted"),
+        "client13": lambda: client_required(),
+        "client12": lambda: client_required("--tls-max", "1.2"),
+    }
+
+    def test_certificate_failures(self):
+        cases = [
+            ("wrong_host", "SSL: no alternative certificate subject name matches target host name '127.0.0.1'"),
+            ("expired", "SSL certificate problem: certificate has expired"),
+            ("not_yet_valid", "SSL certificate problem: certificate is not yet valid"),
+            ("self_signed", "SSL certificate problem: self-signed certificate"),
+            ("untrusted", "SSL certificate problem: unable to get local issuer certificate"),
+        ]
+        for name, text in cases:
+            with self.subTest(name):
+                summary, _ = self.fetch(self.fx[name].https("/bytes/10"))
+                self.assertFailed(summary, text)
+
+    def test_good_certificate_passes(self):
+        summary, body = self.fetch(self.fx["good"].https("/echo"))
+        self.assertEqual(summary["status"], 200)
+        self.assertEqual(json.loads(body)["tls"]["version"], "TLSv1.3")
+
+    def test_switches_relax_verification(self):
+        peer = [("disablePeerVerification", {})]
+        host = [("disableHostVerification", {})]
+        for name in ("wrong_host", "expired", "not_yet_valid", "self_signed", "untrusted"):
+            with self.subTest(name):
+                self.assertEqual(self.fetch(self.fx[name].https("/bytes/10"), peer)[0]["status"], 200)
+        self.assertEqual(self.fetch(self.fx["wrong_host"].https("/bytes/10"), host)[0]["status"], 200)
+        self.assertFailed(self.fetch(self.fx["self_signed"].https("/bytes/10"), host)[0],
+                          "SSL certificate problem: self-signed certificate")
+
+    def test_pins(self):
+        url = self.fx["good"].https("/bytes/10")
+        good = [("setPinnedPublicKey", {"sha256": CERTS["bad_pin_value"] + ";" + CERTS["good_pin_value"]})]
+        self.assertEqual(self.fetch(url, good)[0]["status"], 200)
+        bad = [("setPinnedPublicKey", {"sha256": CERTS["bad_pin_value"]})]
+        self.assertFailed(self.fetch(url, bad)[0], "SSL: public key does not match pinned public key")
+
+    def test_client_certificate_missing(self):
+        self.assertFailed(self.fetch(self.fx["client13"].https("/echo"))[0],
+                          re.compile("^SSL: OpenSSL SSL_read: " + OPENSSL + "tlsv13 alert certificate required, errno 0$"))
+        self.assertFailed(self.fetch(self.fx["client12"].https("/echo"))[0],
+                          re.compile("^SSL: " + OPENSSL + "sslv3 alert handshake failure$"))
+
+    def test_client_certificate_and_key_password(self):
+        url = self.fx["client13"].https("/echo")
+        plain = [("setClientCertificate", {"cert": "client.pem", "key": "client.key"})]
+        summary, body = self.fetch(url, plain)
+        self.assertEqual(summary["status"], 200)
+        self.assertEqual(json.loads(body)["clientCertCN"], "xhrpc-client")
+        right = [("setClientCertificate", {"cert": "client.pem", "key": "client-enc.key",
+                                           "password": CERTS["client_key_password"]})]
+        self.assertEqual(self.fetch(url, right)[0]["status"], 200)
+        wrong = [("setClientCertificate", {"cert": "client.pem", "key": "client-enc.key", "password": "pw-not-it"})]
+        key = os.path.realpath(CERTS["client_enc_key"])
+        self.assertFailed(self.fetch(url, wrong)[0], "SSL: unable to set private key file: '%s' type PEM" % key)
+
+    def test_close_switches_verification_back_on(self):
+        r = self.c.call("create")["request"]
+        url = self.fx["self_signed"].https("/bytes/10")
+        self.c.call("disablePeerVerification", {"request": r})
+        self.c.call("open", {"request": r, "method": "GET", "url": url, "async": False, "subscribe": False})
+        self.assertEqual(self.c.call("send", {"request": r}, timeout=30)["status"], 200)
+        self.assertIs(self.c.call("close", {"request": r}), True)
+        self.c.call("open", {"request": r, "method": "GET", "url": url, "async": False, "subscribe": False})
+        self.assertFailed(self.c.call("send", {"request": r}, timeout=30),
+                          "SSL certificate problem: self-signed certificate")
+        self.c.call("release", {"request": r})
+
+
+class TLSMinimumVersion(TLSProxyCase):
+    """--tls-min 1.3 refuses a server that offers TLS 1.2 at most."""
+
+    FIXTURES = {"tls12": lambda: tls_upstream("good", "--tls-max", "1.2")}
+    EXTRA_ARGS = ("--tls-min", "1.3")
+
+    def test_tls12_server_refused(self):
+        self.assertFailed(self.fetch(self.fx["tls12"].https("/echo"))[0],
+                          re.compile("^SSL: " + OPENSSL + "tlsv1 alert protocol version$"))
+
+
+class OptionChecks(TLSProxyCase):
+    """Pre-send options: their state rule, and what they refuse."""
+
+    FIXTURES = {"http": lambda: Fixture("upstream.py")}
+
+    def error(self, method, params):
+        with self.assertRaises(Exception) as cm:
+            self.c.call(method, params)
+        return cm.exception
+
+    def test_options_only_before_send(self):
+        summary, _ = self.fetch(self.fx["http"].url("/bytes/1"))
+        r = self.c.call("create")["request"]
+        self.c.call("open", {"request": r, "method": "GET", "url": self.fx["http"].url("/bytes/1"), "async": False,
+                             "subscribe": False})
+        self.c.call("send", {"request": r})
+        for method, params in [("disablePeerVerification", {}), ("disableHostVerification", {}),
+                               ("setPinnedPublicKey", {"sha256": CERTS["good_pin_value"]}),
+                               ("setClientCertificate", {"cert": "client.pem", "key": "client.key"}),
+                               ("enableHttpProxy", {"host": "127.0.0.1", "port": 1}), ("disableHttpProxy", {})]:
+            with self.subTest(method):
+                e = self.error(method, dict(params, request=r))
+                self.assertEqual((e.code, e.reason, e.data["stateName"]), (-32002, "invalid_state", "DONE"))
+        self.c.call("release", {"request": r})
+
+    def test_pins_must_be_sha256_strings(self):
+        r = self.c.call("create")["request"]
+        for bad in ["/etc/passwd", CERTS["good_pin"], "sha256//", "sha256//AAAA", CERTS["good_pin_value"] + ";",
+                    "sha1//" + CERTS["good_pin_value"][8:]]:
+            with self.subTest(bad):
+                self.assertEqual(self.error("setPinnedPublicKey", {"request": r, "sha256": bad}).code, -32602)
+        self.c.call("release", {"request": r})
+
+    def test_client_certificate_files_are_confined(self):
+        r = self.c.call("create")["request"]
+        os.makedirs(os.path.join(CERT_DIR, "a-directory"), exist_ok=True)
+        os.symlink("/etc/hostname", os.path.join(CERT_DIR, "escape.pem"))
+        try:
+            cases = [({"cert": "/etc/hostname", "key": "client.key"}, "forbidden"),
+                     ({"cert": "../../etc/hostname", "key": "client.key"}, "forbidden"),
+                     ({"cert": "escape.pem", "key": "client.key"}, "forbidden"),
+                     ({"cert": "client.pem", "key": "a-directory"}, "file_error"),
+                     ({"cert": "client.pem", "key": "missing.key"}, "file_error")]
+            for params, reason in cases:
+                with self.subTest(params):
+                    self.assertEqual(self.error("setClientCertificate", dict(params, request=r)).reason, reason)
+        finally:
+            os.unlink(os.path.join(CERT_DIR, "escape.pem"))
+        self.c.call("release", {"request": r})
+
+    def test_proxy_parameters(self):
+        r = self.c.call("create")["request"]
+        for params in [{"host": "", "port": 8080}, {"host": "a b", "port": 8080}, {"host": "u@h", "port": 8080},
+                       {"host": "h", "port": 0}, {"host": "h", "port": 65536},
+                       {"host": "h", "port": 8080, "auth": "NEGOTIATE"}]:
+            with self.subTest(params):
+                self.assertEqual(self.error("enableHttpProxy", dict(params, request=r)).code, -32602)
+        self.assertIs(self.c.call("enableHttpProxy", {"request": r, "host": "[::1]", "port": 3128}), True)
+        self.c.call("release", {"request": r})
+
+    def test_secure_communication_needs_an_egress_proxy(self):
+        self.assertIs(self.c.call("isSecureCommunicationEnabled"), False)
+        e = self.error("enableSecureCommunication", {})
+        self.assertEqual((e.code, e.reason), (-32006, "forbidden"))
+        self.assertIn("--egress-proxy", e.message)
+        self.assertIs(self.c.call("isSecureCommunicationEnabled"), False)
+        self.assertIs(self.c.call("disableSecureCommunication"), True)
+
+
+class CertRootRequired(unittest.TestCase):
+    """Without --cert-root, setClientCertificate is refused."""
+
+    def test_refused(self):
+        server = XhrpcServer(args=list(_server_args())).start()
+        try:
+            with server.connect() as c:
+                r = c.call("create")["request"]
+                with self.assertRaises(Exception) as cm:
+                    c.call("setClientCertificate", {"request": r, "cert": "/etc/hostname", "key": "/etc/hostname"})
+                self.assertEqual((cm.exception.code, cm.exception.reason), (-32006, "forbidden"))
+                self.assertIn("--cert-root", cm.exception.message)
+        finally:
+            self.assertEqual(server.stop(), 0)
