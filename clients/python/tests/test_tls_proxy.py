@@ -342,3 +342,163 @@ class CertRootRequired(unittest.TestCase):
                 self.assertIn("--cert-root", cm.exception.message)
         finally:
             self.assertEqual(server.stop(), 0)
+
+
+def auth_proxy(scheme, *extra):
+    return Fixture("proxy.py", "--user", "pu", "--password", "proxy-pw-1", "--auth", scheme, *extra)
+
+
+class Proxies(TLSProxyCase):
+    """enableHttpProxy with each scheme; secure communication through --egress-proxy."""
+
+    FIXTURES = {
+        "http": lambda: Fixture("upstream.py"),
+        "https": lambda: tls_upstream("good"),
+        "basic": lambda: auth_proxy("basic"),
+        "digest": lambda: auth_proxy("digest", "--digest-algorithm", "SHA-256"),
+        "ntlm": lambda: auth_proxy("ntlm"),
+        "egress": lambda: Fixture("proxy.py", "--user", "eu", "--password", "egress-pw-1"),
+    }
+
+    @classmethod
+    def server_args(cls):
+        return ("--egress-proxy", "http://eu:egress-pw-1@127.0.0.1:%d" % cls.fx["egress"].port)
+
+    def proxy(self, name, password="proxy-pw-1"):
+        return ("enableHttpProxy", {"host": "127.0.0.1", "port": self.fx[name].port, "user": "pu",
+                                    "password": password, "auth": name.upper()})
+
+    def test_each_scheme_for_http_and_https(self):
+        for name in ("basic", "digest", "ntlm"):
+            with self.subTest(name):
+                summary, body = self.fetch(self.fx["http"].url("/echo"), [self.proxy(name)])
+                self.assertEqual(summary["status"], 200)
+                self.assertEqual(json.loads(body)["headers"]["via"], "1.1 xhrpc-proxy")
+                summary, body = self.fetch(self.fx["https"].https("/echo"), [self.proxy(name)])
+                self.assertEqual(summary["status"], 200)
+                self.assertEqual(json.loads(body)["tls"]["version"], "TLSv1.3")
+                log = self.fx[name].log()
+                self.assertEqual([(e["method"], e["authenticated"]) for e in log if e["status"] != 407],
+                                 [("GET", True), ("CONNECT", True)])
+
+    def test_refusals(self):
+        wrong = [self.proxy("basic", password="not-it")]
+        summary, _ = self.fetch(self.fx["http"].url("/echo"), wrong)
+        self.assertEqual((summary["status"], summary["statusText"]), (407, "Proxy Authentication Required"))
+        summary, _ = self.fetch(self.fx["https"].https("/echo"), wrong)
+        self.assertFailed(summary, "CONNECT tunnel failed, response 407 (Proxy Authentication Required): "
+                                   "the proxy refused to open a tunnel to the server")
+        summary, _ = self.fetch("https://127.0.0.1:1/", [self.proxy("basic")])
+        self.assertFailed(summary, "CONNECT tunnel failed, response 502 (Bad Gateway): "
+                                   "the proxy refused to open a tunnel to the server")
+
+    def test_disable_http_proxy(self):
+        summary, body = self.fetch(self.fx["http"].url("/echo"), [self.proxy("basic"), ("disableHttpProxy", {})])
+        self.assertEqual(summary["status"], 200)
+        self.assertNotIn("via", json.loads(body)["headers"])
+
+    def test_secure_communication(self):
+        egress = self.fx["egress"]
+        egress.log()
+        self.fx["basic"].log()
+        url = self.fx["http"].url("/echo")
+        self.assertIs(self.c.call("isSecureCommunicationEnabled"), False)
+        self.assertNotIn("via", json.loads(self.fetch(url)[1])["headers"])
+        self.assertIs(self.c.call("enableSecureCommunication"), True)
+        try:
+            self.assertIs(self.c.call("isSecureCommunicationEnabled"), True)
+            # Another connection of the same principal sees the same routing.
+            with self.server.connect() as other:
+                self.assertIs(other.call("isSecureCommunicationEnabled"), True)
+            self.assertEqual(json.loads(self.fetch(url)[1])["headers"]["via"], "1.1 xhrpc-proxy")
+            self.assertEqual(self.fetch(self.fx["https"].https("/echo"))[0]["status"], 200)
+            self.assertEqual([(e["method"], e["authenticated"], e["user"]) for e in egress.log() if e["status"] != 407],
+                             [("GET", True, "eu"), ("CONNECT", True, "eu")])
+            # The request's own proxy wins.
+            self.assertEqual(self.fetch(url, [self.proxy("basic")])[0]["status"], 200)
+            self.assertEqual(egress.log(), [])
+            self.assertEqual([e["method"] for e in self.fx["basic"].log() if e["status"] != 407], ["GET"])
+        finally:
+            self.assertIs(self.c.call("disableSecureCommunication"), True)
+        self.assertIs(self.c.call("isSecureCommunicationEnabled"), False)
+        self.assertNotIn("via", json.loads(self.fetch(url)[1])["headers"])
+        self.assertEqual(egress.log(), [])
+
+
+class ServerAuthentication(TLSProxyCase):
+    """open's user, password and auth against the upstream's Basic and Digest."""
+
+    FIXTURES = {"http": lambda: Fixture("upstream.py"), "https": lambda: tls_upstream("good")}
+
+    def test_basic_and_digest(self):
+        cases = [("/basic-auth/alice/pw-1", "BASIC"), ("/basic-auth/alice/pw-1", None),
+                 ("/digest-auth/alice/pw-1", "DIGEST"), ("/digest-auth/alice/pw-1?algorithm=SHA-256", "DIGEST")]
+        for path, auth in cases:
+            for fx in (self.fx["http"], self.fx["https"]):
+                url = fx.url(path, "https" if fx is self.fx["https"] else "http")
+                with self.subTest(url=url, auth=auth):
+                    summary, body = self.fetch(url, user="alice", password="pw-1", auth=auth)
+                    self.assertEqual((summary["status"], json.loads(body)), (200, {"authenticated": True, "user": "alice"}))
+                    summary, body = self.fetch(url, user="alice", password="wrong", auth=auth)
+                    self.assertEqual((summary["status"], summary["statusText"], json.loads(body)),
+                                     (401, "Unauthorized", {"authenticated": False}))
+
+    def test_schemes_the_server_does_not_offer_end_in_401(self):
+        for auth in ("NEGOTIATE", "NTLM"):
+            with self.subTest(auth):
+                summary, _ = self.fetch(self.fx["http"].url("/basic-auth/alice/pw-1"), user="alice",
+                                        password="pw-1", auth=auth)
+                self.assertEqual(summary["status"], 401)
+
+
+class PasswordsStaySecret(TLSProxyCase):
+    """Passwords of open, enableHttpProxy, setClientCertificate and the egress proxy are
+    in no reply, no error and no log line (the server logs at debug here)."""
+
+    FIXTURES = {"http": lambda: Fixture("upstream.py"), "basic": lambda: auth_proxy("basic")}
+    LOG_LEVEL = "trace"
+    SECRETS = ("open-secret-7", "proxy-secret-7", "key-secret-7", "egress-secret-7")
+
+    @classmethod
+    def server_args(cls):
+        return ("--egress-proxy", "http://eu:egress-secret-7@127.0.0.1:%d" % cls.fx["basic"].port)
+
+    def assertNoSecret(self, text):
+        for s in self.SECRETS:
+            self.assertNotIn(s, text)
+
+    def test_list_errors_and_logs(self):
+        r = self.c.call("create")["request"]
+        url = "http://user:open-secret-7@127.0.0.1:%d/basic-auth/alice/pw" % self.fx["http"].port
+        self.c.call("open", {"request": r, "method": "GET", "url": url, "user": "alice",
+                             "password": "open-secret-7", "async": False, "subscribe": False})
+        self.c.call("enableHttpProxy", {"request": r, "host": "127.0.0.1", "port": self.fx["basic"].port,
+                                        "user": "pu", "password": "proxy-secret-7"})
+        self.c.call("setClientCertificate", {"request": r, "cert": "client.pem", "key": "client-enc.key",
+                                             "password": "key-secret-7"})
+        self.assertIs(self.c.call("enableSecureCommunication"), True)
+        replies = [self.c.call("list"), self.c.call("server.info"),
+                   self.c.request("setClientCertificate", {"request": r, "cert": "client.pem", "key": "missing",
+                                                           "password": "key-secret-7"})]
+        replies.append(self.c.call("send", {"request": r}, timeout=30))
+        replies.append(self.c.call("list"))
+        # Error paths that carry a password in their parameters.
+        for method, params in [
+                ("enableHttpProxy", {"request": r, "host": "127.0.0.1", "port": 0, "password": "proxy-secret-7"}),
+                ("setClientCertificate", {"request": "nope", "cert": "c", "key": "k", "password": "key-secret-7"}),
+                ("open", {"request": r, "method": "GET", "url": "ftp://x:open-secret-7@h/", "password": "open-secret-7"})]:
+            replies.append(self.c.request(method, params))
+            self.assertIn("error", replies[-1])
+        self.c.call("disableSecureCommunication")
+        self.c.call("release", {"request": r})
+        self.assertNoSecret(json.dumps(replies))
+        self.assertIn("127.0.0.1", json.dumps(replies[0]))
+        self.assertEqual(replies[2]["error"]["data"]["reason"], "file_error")
+        self.assertNoSecret(self.server.stderr_text(limit=10 ** 7))
+
+    def test_egress_proxy_flag_errors_do_not_echo_it(self):
+        out = subprocess.run([require_binary(), "--egress-proxy", "http://eu:egress-secret-7@host-without-port",
+                              "--listen", "unix:/nonexistent/x.sock"], capture_output=True, text=True, timeout=20)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("--egress-proxy", out.stderr)
+        self.assertNoSecret(out.stdout + out.stderr)
