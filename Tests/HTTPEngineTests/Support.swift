@@ -17,6 +17,7 @@ final class Upstream {
     private let stdinPipe = Pipe()
     private let stdoutPipe = Pipe()
     let port: Int
+    let host: String
 
     static let script: String = {
         // …/Tests/HTTPEngineTests/Support.swift → …/Tests/Fixtures/upstream.py
@@ -27,9 +28,12 @@ final class Upstream {
 
     struct StartFailure: Error, CustomStringConvertible { var description: String }
 
-    init() throws {
+    /// `host` is a loopback address to listen on (127.0.0.2 too: Linux routes all of
+    /// 127/8 to the loopback interface).
+    init(host: String = "127.0.0.1") throws {
+        self.host = host
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Upstream.script, "--host", "127.0.0.1", "--port", "0"]
+        process.arguments = ["python3", Upstream.script, "--host", host, "--port", "0"]
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
         try process.run()
@@ -54,7 +58,7 @@ final class Upstream {
         self.port = port
     }
 
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    func url(_ path: String) -> String { "http://\(host):\(port)\(path)" }
 
     func stop() {
         try? stdinPipe.fileHandleForWriting.close()
