@@ -1,3 +1,4 @@
+import HTTPEngine
 import JSONRPC
 
 /// Who is calling. Everything a client creates belongs to its principal, and a
@@ -8,8 +9,16 @@ final class Principal {
     private(set) var requests: [String: HTTPRequest] = [:]
     /// Subscriptions made by this principal's connections, by id.
     var subscriptions: [String: Subscription] = [:]
+    /// The cookies of all this principal's requests (unless a request disables cookie
+    /// handling), and of no one else's. It lives as long as the principal; `CookiePersistence`
+    /// loads and saves its persistent part.
+    let cookieJar: CookieJar
 
-    init(name: String) { self.name = name }
+    /// Throws when libcurl cannot make the cookie jar (out of memory).
+    init(name: String) throws {
+        self.name = name
+        cookieJar = try CookieJar()
+    }
 
     func request(_ handle: String) throws(RPCError) -> HTTPRequest {
         guard let r = requests[handle] else {

@@ -64,6 +64,9 @@ public struct ServerConfig: Sendable {
     public var maxRedirects = 10
     /// `sendWithFile` reads only below this directory; nil refuses it.
     public var uploadRoot: String?
+    /// Where state that outlives the process is kept (the principals' persistent
+    /// cookies); nil keeps everything in memory.
+    public var stateDir: String?
     public var engine = EngineOptions()
 
     public init() {}

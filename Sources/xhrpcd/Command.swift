@@ -46,6 +46,9 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Directory that sendWithFile may read from; without it sendWithFile is refused (config key \"uploadRoot\").", valueName: "dir"))
     var uploadRoot: String?
 
+    @Option(name: .long, help: ArgumentHelp("Directory for state that outlives the process: each principal's persistent cookies, in cookies-<principal>.txt (mode 0600), loaded at start and saved within a second of a change and at shutdown. Created 0700 if missing. Without it cookies live in memory only (config key \"stateDir\").", valueName: "dir"))
+    var stateDir: String?
+
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
 
@@ -67,6 +70,8 @@ struct XHRPCD: ParsableCommand {
         settings.connection.maxOutboundBytes = max(settings.connection.maxOutboundBytes, settings.maxBufferBytes * 3)
         settings.maxRedirects = try positive(maxRedirects ?? file.int("maxRedirects"), "max-redirects", allowZero: true) ?? settings.maxRedirects
         settings.uploadRoot = uploadRoot ?? file.string("uploadRoot")
+        settings.stateDir = stateDir ?? file.string("stateDir")
+        if settings.stateDir?.isEmpty == true { throw ValidationError("--state-dir needs a directory") }
         if let mode = socketMode ?? file.string("socketMode") {
             guard let bits = UInt16(mode, radix: 8), bits <= 0o777 else {
                 throw ValidationError("--socket-mode must be octal permission bits such as 0600")
@@ -104,7 +109,7 @@ struct ConfigFile {
                 throw ValidationError("the config file \(path) must hold a JSON object")
             }
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
-                              "maxRedirects", "uploadRoot", "socketMode"]
+                              "maxRedirects", "uploadRoot", "socketMode", "stateDir"]
             for key in o.keys where !known.contains(key) {
                 throw ValidationError("the config file \(path) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
             }
