@@ -23,6 +23,7 @@ CURLcode xh_easy_getinfo_double(CURL *h, CURLINFO i, double *out) { return curl_
 CURLcode xh_easy_getinfo_str(CURL *h, CURLINFO i, char **out) { return curl_easy_getinfo(h, i, out); }
 CURLcode xh_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out) { return curl_easy_getinfo(h, i, out); }
 CURLcode xh_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *out) { return curl_easy_getinfo(h, i, out); }
+CURLcode xh_easy_getinfo_slist(CURL *h, CURLINFO i, struct curl_slist **out) { return curl_easy_getinfo(h, i, out); }
 
 CURLMcode xh_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 CURLMcode xh_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
@@ -31,6 +32,7 @@ CURLMcode xh_multi_setopt_timer_cb(CURLM *m, CURLMoption o, curl_multi_timer_cal
 
 CURLSHcode xh_share_setopt_long(CURLSH *s, CURLSHoption o, long v) { return curl_share_setopt(s, o, v); }
 CURLSHcode xh_share_setopt_ptr(CURLSH *s, CURLSHoption o, void *v) { return curl_share_setopt(s, o, v); }
+CURLSHcode xh_share_setopt_lock_data(CURLSH *s, CURLSHoption o, curl_lock_data v) { return curl_share_setopt(s, o, v); }
 
 int xh_yajl_config(yajl_handle h, yajl_option o, int v) { return yajl_config(h, o, v); }
 int xh_yajl_gen_config(yajl_gen g, yajl_gen_option o, int v) { return yajl_gen_config(g, o, v); }

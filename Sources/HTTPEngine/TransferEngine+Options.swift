@@ -96,6 +96,16 @@ extension TransferEngine {
             try e.set(CURLOPT_HTTPAUTH, TransferEngine.authBits(r.auth))
         }
 
+        // Cookies: the share holds them, and the cookie engine runs only once a cookie
+        // file is named — "" names none, so nothing is read from disk. The slot takes
+        // the jar before the share is set, so even a half-done attach is undone by
+        // `EasySlot.reset`.
+        if let jar = r.cookieJar {
+            slot.jar = jar
+            try check(xh_easy_setopt_share(e.raw, CURLOPT_SHARE, jar.share))
+            try e.set(CURLOPT_COOKIEFILE, "")
+        }
+
         // Method and body, then the headers (which depend on the body).
         let suppressContentType = try configureMethodAndBody(e, t)
         try configureHeaders(e, t, suppressContentType: suppressContentType)

@@ -81,7 +81,10 @@ public enum TransferBody: Sendable {
 ///   `sendWithFile` rule).
 /// - A custom method is kept on every redirect hop (libcurl's rule for
 ///   `CURLOPT_CUSTOMREQUEST`); a `POST` becomes `GET` after 301, 302 and 303.
-public struct TransferRequest: Sendable {
+///
+/// Not `Sendable`: it may carry a `CookieJar`, which is confined to the loop's thread
+/// like the engine that reads the request.
+public struct TransferRequest {
     /// `GET`, `POST`, `HEAD`, `PUT` or any other token.
     public var method: String
     /// An absolute `http` or `https` URL; anything else is refused by `start`.
@@ -105,6 +108,10 @@ public struct TransferRequest: Sendable {
     /// Close the connection after this transfer instead of keeping it for reuse
     /// (`close` of the seed).
     public var forbidConnectionReuse: Bool
+    /// Where this transfer's cookies come from and go to, redirect hops included; nil:
+    /// the transfer neither sends nor stores cookies (a `Cookie` header set by hand is
+    /// still sent, as any header is).
+    public var cookieJar: CookieJar?
 
     // TLS. Verification is on unless switched off; libcurl compares these settings
     // before it reuses a connection or a TLS session, so a connection opened with
@@ -125,7 +132,7 @@ public struct TransferRequest: Sendable {
 
     /// A request with the defaults: no headers, no body, no timeout, redirects followed
     /// (at most 10), no credentials, multiplexing allowed, connection reuse allowed,
-    /// full TLS verification, no client certificate, no pin, no proxy.
+    /// full TLS verification, no client certificate, no pin, no proxy, no cookies.
     public init(method: String = "GET", url: String) {
         self.method = method
         self.url = url
@@ -144,6 +151,7 @@ public struct TransferRequest: Sendable {
         self.clientCertificate = nil
         self.pinnedPublicKey = nil
         self.proxy = nil
+        self.cookieJar = nil
     }
 }
 

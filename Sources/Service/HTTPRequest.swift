@@ -47,6 +47,9 @@ final class HTTPRequest: TransferDelegate {
     var pinnedPublicKey: String?
     /// This request's own proxy; it wins over the principal's secure communication.
     var proxy: ProxySettings?
+    /// Cookies from the principal's jar are sent and received ones stored there;
+    /// `disableCookieHandling` turns both off for this request.
+    var handlesCookies = true
     /// The connection that opened it, told about transitions unless it said not to be.
     weak var opener: ClientSession?
 
@@ -128,6 +131,7 @@ final class HTTPRequest: TransferDelegate {
         request.clientCertificate = clientCertificate
         request.pinnedPublicKey = pinnedPublicKey
         request.proxy = proxy ?? (principal.secureCommunication ? server.config.egressProxy : nil)
+        if handlesCookies { request.cookieJar = principal.cookieJar }
         switch body {
         case .none where !postValues.isEmpty:
             request.body = .bytes(Array(FormEncoding.encode(postValues).utf8))
@@ -266,7 +270,10 @@ final class HTTPRequest: TransferDelegate {
                     done()
                 }
             case .cancelTransfer:
-                if let t = transfer { server.engine.cancel(t) }
+                if let t = transfer {
+                    server.engine.cancel(t)
+                    transferEnded(t)
+                }
                 transfer = nil
             case .clearResponse:
                 status = 0
@@ -332,11 +339,17 @@ final class HTTPRequest: TransferDelegate {
 
     func transfer(_ t: Transfer, completedWith failure: TransferFailure?) {
         lastTransfer = t
+        transferEnded(t)
         if let failure {
             perform(machine.failed(failure.text))
         } else {
             perform(machine.completed())
         }
+    }
+
+    /// A transfer stopped for good; if it used the jar, it may have stored cookies.
+    private func transferEnded(_ t: Transfer) {
+        if t.request.cookieJar != nil { server.cookies.jarMayHaveChanged(principal) }
     }
 
     /// Marks the current progress as reported and returns the upload delta since the

@@ -1,3 +1,4 @@
+import HTTPEngine
 import JSONRPC
 
 /// Who is calling. Everything a client creates belongs to its principal, and a
@@ -13,8 +14,16 @@ final class Principal {
     /// `enableHttpProxy` wins. Kept here, not on the connection, so that every
     /// connection of the principal sees the same routing and another principal none of it.
     var secureCommunication = false
+    /// The cookies of all this principal's requests (unless a request disables cookie
+    /// handling), and of no one else's. It lives as long as the principal; `CookiePersistence`
+    /// loads and saves its persistent part.
+    let cookieJar: CookieJar
 
-    init(name: String) { self.name = name }
+    /// Throws when libcurl cannot make the cookie jar (out of memory).
+    init(name: String) throws {
+        self.name = name
+        cookieJar = try CookieJar()
+    }
 
     func request(_ handle: String) throws(RPCError) -> HTTPRequest {
         guard let r = requests[handle] else {

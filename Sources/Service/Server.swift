@@ -21,7 +21,9 @@ public final class Server {
     let coalescer: WriteCoalescer
     let requestSettings: RequestSettings
     /// Until principals and tokens exist, every connection acts for this one.
-    let localPrincipal = Principal(name: "local")
+    let localPrincipal: Principal
+    /// Loads and saves the principals' persistent cookies (`--state-dir`).
+    let cookies: CookiePersistence
     let startedAt = Date()
 
     private var listeners: [(address: ListenAddress, listener: Listener)] = []
@@ -39,6 +41,9 @@ public final class Server {
         hub = try NotificationHub(loop: loop)
         coalescer = try WriteCoalescer(loop: loop)
         requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects)
+        localPrincipal = try Principal(name: "local")
+        cookies = try CookiePersistence(stateDirectory: config.stateDir, loop: loop, logger: logger)
+        cookies.attach(localPrincipal)
         registerMethods()
     }
 
@@ -184,6 +189,8 @@ public final class Server {
         pendingDeadline?.close()
         pendingDeadline = nil
         for r in localPrincipal.requests.values { release(r) }
+        // After the releases: their transfers have ended, so the jars hold all there is.
+        cookies.close()
         hub.close()
         coalescer.close()
         engine.shutdown { [self] in

@@ -70,6 +70,9 @@ public struct ServerConfig: Sendable {
     /// The server-wide proxy that `enableSecureCommunication` routes a principal's
     /// requests through (`--egress-proxy`); nil makes that call an error.
     public var egressProxy: ProxySettings?
+    /// Where state that outlives the process is kept (the principals' persistent
+    /// cookies); nil keeps everything in memory.
+    public var stateDir: String?
     public var engine = EngineOptions()
 
     public init() {}

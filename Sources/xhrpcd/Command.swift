@@ -58,6 +58,8 @@ struct XHRPCD: ParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("http://[user:password@]host:port of the HTTP proxy that enableSecureCommunication routes a client's requests through (config key \"egressProxy\"). User and password may be percent-encoded and are offered with Basic.", valueName: "url"))
     var egressProxy: String?
+    @Option(name: .long, help: ArgumentHelp("Directory for state that outlives the process: each principal's persistent cookies, in cookies-<principal>.txt (mode 0600), loaded at start and saved within a second of a change and at shutdown. Created 0700 if missing. Without it cookies live in memory only (config key \"stateDir\").", valueName: "dir"))
+    var stateDir: String?
 
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
@@ -98,6 +100,8 @@ struct XHRPCD: ParsableCommand {
                 throw ValidationError("--egress-proxy: \(error.description)")
             }
         }
+        settings.stateDir = stateDir ?? file.string("stateDir")
+        if settings.stateDir?.isEmpty == true { throw ValidationError("--state-dir needs a directory") }
         if let mode = socketMode ?? file.string("socketMode") {
             guard let bits = UInt16(mode, radix: 8), bits <= 0o777 else {
                 throw ValidationError("--socket-mode must be octal permission bits such as 0600")
@@ -135,7 +139,8 @@ struct ConfigFile {
                 throw ValidationError("the config file \(path) must hold a JSON object")
             }
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
-                              "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy"]
+                              "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
+                              "stateDir"]
             for key in o.keys where !known.contains(key) {
                 throw ValidationError("the config file \(path) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
             }

@@ -17,6 +17,7 @@ final class Upstream {
     private let stdinPipe = Pipe()
     private let stdoutPipe = Pipe()
     let port: Int
+    let host: String
 
     static let fixtures: String = {
         // …/Tests/HTTPEngineTests/Support.swift → …/Tests/Fixtures
@@ -29,11 +30,13 @@ final class Upstream {
 
     struct StartFailure: Error, CustomStringConvertible { var description: String }
 
-    /// Starts `script` (the upstream unless told otherwise) on 127.0.0.1 and a free
-    /// port, with `arguments` added (`--tls-cert …` for HTTPS, `--user …` for a proxy).
-    init(script: String = Upstream.script, arguments: [String] = []) throws {
+    /// Starts `script` (the upstream unless told otherwise) on `host` and a free port,
+    /// with `arguments` added (`--tls-cert …` for HTTPS, `--user …` for a proxy). `host`
+    /// is a loopback address (127.0.0.2 too: Linux routes all of 127/8 to loopback).
+    init(script: String = Upstream.script, host: String = "127.0.0.1", arguments: [String] = []) throws {
+        self.host = host
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--host", "127.0.0.1", "--port", "0"] + arguments
+        process.arguments = ["python3", script, "--host", host, "--port", "0"] + arguments
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
         try process.run()
@@ -58,8 +61,8 @@ final class Upstream {
         self.port = port
     }
 
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
-    func httpsURL(_ path: String) -> String { "https://127.0.0.1:\(port)\(path)" }
+    func url(_ path: String) -> String { "http://\(host):\(port)\(path)" }
+    func httpsURL(_ path: String) -> String { "https://\(host):\(port)\(path)" }
 
     func stop() {
         try? stdinPipe.fileHandleForWriting.close()

@@ -38,6 +38,8 @@ CURLcode xh_easy_getinfo_double(CURL *h, CURLINFO i, double *out);
 CURLcode xh_easy_getinfo_str(CURL *h, CURLINFO i, char **out);
 CURLcode xh_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out);
 CURLcode xh_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *out);
+/* CURLINFO_COOKIELIST: a list the caller frees with curl_slist_free_all. */
+CURLcode xh_easy_getinfo_slist(CURL *h, CURLINFO i, struct curl_slist **out);
 
 /* curl_multi_setopt. */
 CURLMcode xh_multi_setopt_long(CURLM *m, CURLMoption o, long v);
@@ -45,9 +47,11 @@ CURLMcode xh_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v);
 CURLMcode xh_multi_setopt_socket_cb(CURLM *m, CURLMoption o, curl_socket_callback cb);
 CURLMcode xh_multi_setopt_timer_cb(CURLM *m, CURLMoption o, curl_multi_timer_callback cb);
 
-/* curl_share_setopt. */
+/* curl_share_setopt. CURLSHOPT_SHARE and CURLSHOPT_UNSHARE read an `int` (a
+ * curl_lock_data), not a long: they get a wrapper of their own. */
 CURLSHcode xh_share_setopt_long(CURLSH *s, CURLSHoption o, long v);
 CURLSHcode xh_share_setopt_ptr(CURLSH *s, CURLSHoption o, void *v);
+CURLSHcode xh_share_setopt_lock_data(CURLSH *s, CURLSHoption o, curl_lock_data v);
 
 /* yajl_config and yajl_gen_config take one int (or a pointer for the indent string). */
 int xh_yajl_config(yajl_handle h, yajl_option o, int v);

@@ -89,6 +89,22 @@ extension Server {
             return true
         }
 
+        onRequest("disableCookieHandling") { r, _ in
+            try r.checkOptionsAllowed("disableCookieHandling")
+            r.handlesCookies = false
+            return true
+        }
+
+        // Takes effect at once, unlike the other pre-send calls: it acts on the
+        // principal's jar, not on this request, and a clear that waited for a send that
+        // may never come would surprise. The request only says who is asking.
+        onRequest("clearCookies", params: ["includePersistentStore?"]) { [unowned self] r, call in
+            let includeStore = try call.params.bool("includePersistentStore", default: false)
+            try r.checkOptionsAllowed("clearCookies")
+            try cookies.clear(r.principal, includingStore: includeStore)
+            return true
+        }
+
         onRequest("setPipelining", params: ["enabled"]) { r, call in
             let on = try call.params.bool("enabled", default: true)
             try r.checkOptionsAllowed("setPipelining")
