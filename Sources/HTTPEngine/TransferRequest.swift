@@ -86,6 +86,11 @@ public struct EngineOptions: Sendable {
     public var maxHostConnections: Int = 0
     /// A PEM bundle of trusted CAs, replacing the system's (`CURLOPT_CAINFO`).
     public var caFile: String? = nil
-    /// Defaults: 256 cached connections, no per-host limit, the system's CAs.
+    /// Where transfers may go (DESIGN.md §5). nil checks nothing: engine tests that are
+    /// not about the policy run without one. The server always sets one; its default,
+    /// with no patterns, denies loopback, private and the other special-purpose ranges.
+    public var egressPolicy: EgressPolicy? = nil
+    /// Defaults: 256 cached connections, no per-host limit, the system's CAs, no egress
+    /// policy.
     public init() {}
 }

@@ -64,7 +64,14 @@ public struct ServerConfig: Sendable {
     public var maxRedirects = 10
     /// `sendWithFile` reads only below this directory; nil refuses it.
     public var uploadRoot: String?
-    public var engine = EngineOptions()
+    /// Engine settings. The egress policy is always set here, so a server never runs
+    /// without one: with no patterns it denies loopback, private and the other
+    /// special-purpose ranges (`EgressPolicy`), and `--allow`/`--deny` replace it.
+    public var engine: EngineOptions = {
+        var options = EngineOptions()
+        options.egressPolicy = EgressPolicy()
+        return options
+    }()
 
     public init() {}
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HTTPEngine
 import JSON
 import Logging
 import Service
@@ -46,6 +47,16 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Directory that sendWithFile may read from; without it sendWithFile is refused (config key \"uploadRoot\").", valueName: "dir"))
     var uploadRoot: String?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Let requests go to hosts matching PATTERN (repeatable; config key \"allow\", an array): a name (example.com), *.example.com for its subdomains, an IP address or CIDR range (10.0.0.0/8, 2001:db8::/32, [::1]), optionally with :port. Once any is given, only matching hosts pass. An IP or CIDR pattern also admits connections to the special-purpose ranges it covers (loopback, private, link-local...), which are denied otherwise.",
+        valueName: "pattern"))
+    var allow: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Refuse requests to hosts or addresses matching PATTERN, in the syntax of --allow (repeatable; config key \"deny\", an array). A deny pattern always wins over an allow pattern.",
+        valueName: "pattern"))
+    var deny: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
 
@@ -67,6 +78,13 @@ struct XHRPCD: ParsableCommand {
         settings.connection.maxOutboundBytes = max(settings.connection.maxOutboundBytes, settings.maxBufferBytes * 3)
         settings.maxRedirects = try positive(maxRedirects ?? file.int("maxRedirects"), "max-redirects", allowZero: true) ?? settings.maxRedirects
         settings.uploadRoot = uploadRoot ?? file.string("uploadRoot")
+        let allowPatterns = allow.isEmpty ? try file.patterns("allow") : allow
+        let denyPatterns = deny.isEmpty ? try file.patterns("deny") : deny
+        do {
+            settings.engine.egressPolicy = try EgressPolicy(allow: allowPatterns, deny: denyPatterns)
+        } catch {
+            throw ValidationError("\(error.description) (from --allow/--deny or the config keys \"allow\"/\"deny\")")
+        }
         if let mode = socketMode ?? file.string("socketMode") {
             guard let bits = UInt16(mode, radix: 8), bits <= 0o777 else {
                 throw ValidationError("--socket-mode must be octal permission bits such as 0600")
@@ -104,7 +122,7 @@ struct ConfigFile {
                 throw ValidationError("the config file \(path) must hold a JSON object")
             }
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
-                              "maxRedirects", "uploadRoot", "socketMode"]
+                              "maxRedirects", "uploadRoot", "socketMode", "allow", "deny"]
             for key in o.keys where !known.contains(key) {
                 throw ValidationError("the config file \(path) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
             }
@@ -117,4 +135,20 @@ struct ConfigFile {
     func string(_ key: String) -> String? { values[key]?.stringValue }
     func int(_ key: String) -> Int? { values[key]?.int64Value.map(Int.init) }
     func strings(_ key: String) -> [String]? { values[key]?.arrayValue?.compactMap(\.stringValue) }
+
+    /// An egress pattern list: an array of strings, nothing else. Unlike `strings`, an
+    /// element of another type is an error, not skipped: a rule silently dropped from a
+    /// security policy is worse than a server that does not start.
+    func patterns(_ key: String) throws -> [String] {
+        guard let value = values[key] else { return [] }
+        guard let array = value.arrayValue else {
+            throw ValidationError("the config key '\(key)' must be an array of pattern strings")
+        }
+        return try array.map { element in
+            guard let text = element.stringValue else {
+                throw ValidationError("the config key '\(key)' must hold only strings; found \(element)")
+            }
+            return text
+        }
+    }
 }

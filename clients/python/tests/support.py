@@ -82,8 +82,13 @@ def _pause(proc, seconds):
 class XhrpcServer:
     """One xhrpcd process on a temporary Unix socket (and optionally loopback TCP)."""
 
-    def __init__(self, tcp=False, args=(), log_level="warning"):
+    # Every upstream a test starts listens on loopback, which the server's default
+    # egress policy denies; tests of the policy pass default_policy=True.
+    LOOPBACK_ALLOW = ["--allow", "127.0.0.0/8", "--allow", "::1", "--allow", "localhost"]
+
+    def __init__(self, tcp=False, args=(), log_level="warning", default_policy=False):
         self.tcp = tcp
+        self.default_policy = default_policy
         self.extra_args = list(args)
         self.log_level = log_level
         self.proc = None
@@ -101,6 +106,8 @@ class XhrpcServer:
             self.tcp_port = free_tcp_port()
             argv += ["--listen", "tcp:127.0.0.1:%d" % self.tcp_port]
             argv += os.environ.get("XHRPC_TCP_ARGS", "").split()
+        if not self.default_policy:
+            argv += self.LOOPBACK_ALLOW
         argv += self.extra_args
         self.argv = argv
         self.stdout_path = os.path.join(self.dir, "stdout.log")
