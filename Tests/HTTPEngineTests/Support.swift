@@ -27,9 +27,13 @@ final class Upstream {
 
     struct StartFailure: Error, CustomStringConvertible { var description: String }
 
-    init() throws {
+    /// The address it listens on: 127.0.0.1, or ::1 for tests that need IPv6.
+    let host: String
+
+    init(host: String = "127.0.0.1") throws {
+        self.host = host
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Upstream.script, "--host", "127.0.0.1", "--port", "0"]
+        process.arguments = ["python3", Upstream.script, "--host", host, "--port", "0"]
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
         try process.run()
@@ -54,7 +58,7 @@ final class Upstream {
         self.port = port
     }
 
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    func url(_ path: String) -> String { host.contains(":") ? "http://[\(host)]:\(port)\(path)" : "http://\(host):\(port)\(path)" }
 
     func stop() {
         try? stdinPipe.fileHandleForWriting.close()
@@ -70,11 +74,20 @@ final class Harness {
     let engine: TransferEngine
     let upstream: Upstream
 
-    init(options: EngineOptions = .init()) throws {
+    init(options: EngineOptions = .init(), upstreamHost: String = "127.0.0.1") throws {
         precondition(CurlSetup.done, "curl_global_init failed")
         loop = try Loop()
         engine = try TransferEngine(loop: loop, options: options)
-        upstream = try Upstream()
+        upstream = try Upstream(host: upstreamHost)
+    }
+
+    /// A harness around an upstream already started (a test whose engine options name
+    /// the upstream's port); `finish` stops it.
+    init(options: EngineOptions, upstream: Upstream) throws {
+        precondition(CurlSetup.done, "curl_global_init failed")
+        loop = try Loop()
+        engine = try TransferEngine(loop: loop, options: options)
+        self.upstream = upstream
     }
 
     func url(_ path: String) -> String { upstream.url(path) }
@@ -86,6 +99,11 @@ final class Harness {
         guard let deadline = try? Timer(loop: loop) else { return false }
         var expired = false
         deadline.start(timeout: UInt64(seconds * 1000)) { expired = true }
+        // One turn that does not wait first: `runOnce` runs due timers *before* it
+        // blocks for I/O, so an event delivered from a timer (a transfer the egress
+        // policy refused at start completes from the engine's next-turn timer) would
+        // otherwise be seen only after the next I/O or the deadline.
+        loop.runNoWait()
         while !done() && !expired { loop.runOnce() }
         deadline.close()
         return done()

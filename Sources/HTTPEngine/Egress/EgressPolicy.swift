@@ -117,7 +117,13 @@ public struct EgressPolicy: Sendable {
     public func checkDestination(host: String, port: Int) -> Decision {
         let decision = checkHost(host, port: port)
         guard decision == .allowed, let address = IPAddress.parseLiteral(host) else { return decision }
-        return checkAddress(address, port: port)
+        let addressDecision = checkAddress(address, port: port)
+        // Say which spelling was refused when it is not the address's own, so that
+        // `0x7f.1` reads as the 127.0.0.1 it is.
+        if case let .denied(reason) = addressDecision, Self.writtenForm(of: host) != address.description {
+            return .denied(reason: "\(host) means \(address); \(reason)")
+        }
+        return addressDecision
     }
 
     /// Check (2): the address libcurl is about to connect to, and its port.
