@@ -107,6 +107,10 @@ extension TransferEngine {
             } else if case let .denied(why) = policy.checkDestination(host: target.host, port: target.port) {
                 reason = "the redirect to \(trimmed) was refused: \(why)"
             } else {
+                // libcurl follows: what the open-socket check records from here on is
+                // about the next hop's addresses only.
+                t.deniedAddresses = []
+                t.allowedConnects = 0
                 return nil
             }
         } catch {
