@@ -379,6 +379,7 @@ class ServerTestCase(unittest.TestCase):
     SERVER_ARGS = ()
     TCP = False
     UPSTREAM = False
+    DEFAULT_POLICY = False  # True: the server's own egress policy, loopback denied
     server = None
     upstream = None
 
@@ -388,7 +389,13 @@ class ServerTestCase(unittest.TestCase):
         if cls.UPSTREAM:
             cls.upstream = Upstream().start()
             cls.addClassCleanup(cls._stop_upstream)
-        cls.server = XhrpcServer(tcp=cls.TCP, args=cls.SERVER_ARGS).start()
+        cls.server = XhrpcServer(tcp=cls.TCP, args=cls.server_args(),
+                                 default_policy=cls.DEFAULT_POLICY).start()
+
+    @classmethod
+    def server_args(cls):
+        """The server's extra flags; a subclass may compute them from the upstream."""
+        return cls.SERVER_ARGS
 
     @classmethod
     def _stop_upstream(cls):
