@@ -39,9 +39,12 @@ release: deps
 	swift build -c release $(SWIFT_FLAGS)
 
 ## run: build release and start xhrpcd on the default Unix socket
-## ($XDG_RUNTIME_DIR/xhrpc.sock, else /tmp/xhrpc-<uid>.sock). Extra flags: make run ARGS="...".
+## ($XDG_RUNTIME_DIR/xhrpc.sock, else /tmp/xhrpc-<uid>.sock) with the demo configuration
+## deploy/demo-config.json, whose egress policy allows loopback only (the server's own
+## default denies it), so the README's session against a local server works.
+## Extra flags: make run ARGS="..."; flags win over the file's keys.
 run: release
-	./.build/release/xhrpcd $(ARGS)
+	./.build/release/xhrpcd --config deploy/demo-config.json $(ARGS)
 
 ## test: every test: Swift unit and integration tests, the Python client suite, the
 ## Dockerfile lint.

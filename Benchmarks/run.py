@@ -164,7 +164,9 @@ def main():
             stdin=subprocess.DEVNULL, stdout=nginx_log, stderr=subprocess.STDOUT)
         server_log = open(os.path.join(tmp, "xhrpcd.log"), "wb")
         server = subprocess.Popen(
-            [xhrpcd, "--listen", f"unix:{sock}", "--log-level", args.server_log_level],
+            # nginx listens on loopback, which the default egress policy denies.
+            [xhrpcd, "--listen", f"unix:{sock}", "--log-level", args.server_log_level,
+             "--allow", "127.0.0.1"],
             stdin=subprocess.DEVNULL, stdout=server_log, stderr=subprocess.STDOUT)
 
         deadline = time.monotonic() + START_DEADLINE

@@ -50,6 +50,13 @@ public final class Transfer {
     var lastProgress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
     /// Progress reports with the figures of the one before (see `progressArrived`).
     var unchangedProgressReports = 0
+    /// Why the egress policy stopped this transfer at `start` or at a redirect hop; the
+    /// failure it completes with (see `TransferEngine+Egress.swift`).
+    var denial: TransferFailure?
+    /// The reasons the policy gave for each address the open-socket callback refused,
+    /// in the order libcurl tried them, and how many addresses it let through.
+    var deniedAddresses: [String] = []
+    var allowedConnects = 0
     static let delegateCheckInterval = 4
 
     /// Makes a transfer that has not started; `TransferEngine.start` runs it.
@@ -124,6 +131,13 @@ public final class Transfer {
         // The blank line ends a block: if it is the final response's, the client sees
         // HEADERS_RECEIVED now, not only when the first body byte comes.
         let blank = line.count <= 2 && line.allSatisfy { $0 == 13 || $0 == 10 }
+        // The end of a redirect's head is the last moment before libcurl follows it:
+        // refusing the line aborts the transfer before the next hop is contacted.
+        if blank, request.followRedirects, let head = headParser.current, (300...399).contains(head.status),
+           let engine, let denial = engine.redirectDenial(self, head) {
+            self.denial = denial
+            return 0
+        }
         if blank, let head = headParser.current, isFinal(head), let delegate {
             deliverHead(delegate)
             guard state == .running else { return 0 }

@@ -41,7 +41,7 @@ extension TransferEngine {
         try e.set(CURLOPT_XFERINFODATA, pointer: transferPointer)
         try e.set(CURLOPT_NOPROGRESS, 0)
         try check(xh_easy_setopt_opensocket_cb(e.raw, CURLOPT_OPENSOCKETFUNCTION, TransferEngine.openSocketCallback))
-        try e.set(CURLOPT_OPENSOCKETDATA, pointer: enginePointer)
+        try e.set(CURLOPT_OPENSOCKETDATA, pointer: transferPointer)
         try check(xh_easy_setopt_closesocket_cb(e.raw, CURLOPT_CLOSESOCKETFUNCTION, TransferEngine.closeSocketCallback))
         try e.set(CURLOPT_CLOSESOCKETDATA, pointer: enginePointer)
 

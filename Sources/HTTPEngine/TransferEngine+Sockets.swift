@@ -74,12 +74,19 @@ extension TransferEngine {
         return 0
     }
 
-    // MARK: libcurl's per-connection socket callbacks (user pointer: the engine, as above;
-    // a cached connection keeps it after its easy handle moved on)
+    // MARK: libcurl's per-connection socket callbacks
+    //
+    // The open-socket callback's user pointer is the transfer opening the connection
+    // (unretained; the engine's `active` table holds it while its easy handle is in the
+    // multi, and only a handle in the multi connects), so the egress policy's address
+    // check can record its refusals on that transfer. The close-socket callback's is
+    // the engine, as above: a cached connection closes after its transfer is gone.
 
     static let openSocketCallback: curl_opensocket_callback = { clientp, _, address in
         guard let clientp, let address else { return CURL_SOCKET_BAD }
-        return Unmanaged<TransferEngine>.fromOpaque(clientp).takeUnretainedValue().openSocket(address.pointee)
+        let t = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
+        guard let engine = t.engine else { return CURL_SOCKET_BAD }
+        return engine.openSocket(address, for: t)
     }
 
     static let closeSocketCallback: curl_closesocket_callback = { clientp, fd in
@@ -135,18 +142,24 @@ extension TransferEngine {
         }
     }
 
-    /// `CURLOPT_OPENSOCKETFUNCTION`: makes the socket libcurl asked for, and notes that
-    /// the engine will hear when it closes. (A later issue checks the egress policy
-    /// against `address` here.) A descriptor number still in the table belongs to a
-    /// socket that closed behind our back; its poll is stale and is closed, so the new
-    /// socket gets a fresh one.
-    func openSocket(_ address: curl_sockaddr) -> curl_socket_t {
+    /// `CURLOPT_OPENSOCKETFUNCTION`: checks the address against the egress policy
+    /// (`admitConnection`; a refusal returns `CURL_SOCKET_BAD`, and libcurl tries the
+    /// name's next address), makes the socket libcurl asked for, and notes that the
+    /// engine will hear when it closes. A descriptor number still in the table belongs
+    /// to a socket that closed behind our back; its poll is stale and is closed, so the
+    /// new socket gets a fresh one.
+    ///
+    /// `address` is libcurl's pointer, not a copy: the address behind it may be longer
+    /// than the declared `struct sockaddr` (see `IPAddress.endpoint(ofCurlAddress:)`).
+    func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>, for t: Transfer) -> curl_socket_t {
+        guard admitConnection(to: address, for: t) else { return CURL_SOCKET_BAD }
+        let a = address.pointee
         #if canImport(Glibc)
-        let type = address.socktype | Int32(SOCK_CLOEXEC.rawValue)
+        let type = a.socktype | Int32(SOCK_CLOEXEC.rawValue)
         #else
-        let type = address.socktype
+        let type = a.socktype
         #endif
-        let fd = socket(address.family, type, address.protocol)
+        let fd = socket(a.family, type, a.protocol)
         guard fd >= 0 else { return CURL_SOCKET_BAD }
         if watch(fd) != nil { closeWatch(fd: fd) }
         setWatch(fd, openedByEngine: true)

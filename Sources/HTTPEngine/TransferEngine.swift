@@ -63,6 +63,8 @@ public final class TransferEngine {
     var pendingRemovals: [Transfer] = []
     var pendingResumes: [Transfer] = []
     var pendingSocketErrors: [curl_socket_t] = []
+    /// Transfers the egress policy refused in `start`, completed on the next turn.
+    var pendingDenials: [Transfer] = []
     var pendingShutdown: [() -> Void] = []
 
     /// The closures handed to timers, made once (a closure literal at each `start` would
@@ -138,12 +140,16 @@ public final class TransferEngine {
             throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT,
                                   "This transfer was already started; make a new Transfer for each request")
         }
-        let scheme = try TransferEngine.validate(url: t.request.url)
+        let target = try TransferEngine.validate(url: t.request.url)
+        if let denial = startDenial(target) {
+            deny(t, denial)
+            return
+        }
         guard let slot = pool.popLast() ?? EasySlot() else {
             throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_easy_init failed: out of memory")
         }
         do {
-            try configure(slot, for: t, isHTTPS: scheme == "https")
+            try configure(slot, for: t, isHTTPS: target.scheme == "https")
         } catch {
             t.releaseResources()
             recycle(slot)
@@ -306,7 +312,7 @@ public final class TransferEngine {
     private func complete(_ t: Transfer, _ result: CURLcode) {
         guard t.state == .running, let slot = t.slot else { return }
         let effectiveURL = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
-        let failure = result == CURLE_OK ? nil : TransferFailure(
+        let failure = result == CURLE_OK ? nil : egressFailure(of: t, slot) ?? TransferFailure(
             curlCode: result, errorBuffer: slot.errorBuffer,
             osErrno: Int32(truncatingIfNeeded: slot.easy.info(long: CURLINFO_OS_ERRNO) ?? 0),
             overTLS: effectiveURL.prefix(6).lowercased() == "https:")
@@ -344,10 +350,16 @@ public final class TransferEngine {
         if !deferredTimer.isActive { deferredTimer.start(timeout: 0, deferredTimerFired) }
     }
 
-    /// Next-turn work: unpause the transfers whose delegates made room, report sockets
-    /// whose poll could not start, then let libcurl run whatever that made due.
+    /// Next-turn work: complete the transfers the egress policy refused at `start`,
+    /// unpause the transfers whose delegates made room, report sockets whose poll could
+    /// not start, then let libcurl run whatever that made due.
     private func runDeferred() {
         guard isOpen else { return }
+        if !pendingDenials.isEmpty {
+            let denials = pendingDenials
+            pendingDenials = []
+            for t in denials { completeDenied(t) }
+        }
         let resumes = pendingResumes
         pendingResumes = []
         let errors = pendingSocketErrors
@@ -400,6 +412,7 @@ public final class TransferEngine {
         pendingRemovals = []
         pendingResumes = []
         pendingSocketErrors = []
+        pendingDenials = []
         isOpen = false
         pool = []  // curl_easy_cleanup for each, before the multi goes
         // Closes the cached connections: libcurl reports each socket through the socket
@@ -416,64 +429,67 @@ public final class TransferEngine {
 
     /// Refuses what libcurl would only refuse later, at connect time, so `start` can
     /// throw: a URL libcurl cannot parse, or a scheme other than http and https.
-    /// Returns the scheme, lowercased.
+    /// Returns where the URL leads (scheme lowercased, host and port as libcurl reads
+    /// them), which the egress policy checks.
     ///
     /// libcurl parses the URL again when the transfer runs (it keeps no parse from
     /// `curl_url`), so the URLs nearly every request carries — `http://` or `https://`,
     /// a plain host name or IPv4 address, an optional port, printable ASCII after — are
-    /// recognised by `plainHTTPScheme` with one pass over the bytes. Everything else,
+    /// recognised by `plainHTTPTarget` with one pass over the bytes. Everything else,
     /// and every refusal with its message, comes from libcurl's own parser as before.
-    static func validate(url: String) throws -> String {
-        if let scheme = plainHTTPScheme(url) { return scheme }
-        guard let u = curl_url() else { throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_url failed: out of memory") }
-        defer { curl_url_cleanup(u) }
-        let rc = curl_url_set(u, CURLUPART_URL, url, UInt32(CURLU_NON_SUPPORT_SCHEME))
-        guard rc == CURLUE_OK else {
-            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: \(String(cString: curl_url_strerror(rc)))")
-        }
-        var p: UnsafeMutablePointer<CChar>? = nil
-        guard curl_url_get(u, CURLUPART_SCHEME, &p, 0) == CURLUE_OK, let p else {
-            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: no scheme")
-        }
-        let scheme = String(cString: p).lowercased()
-        curl_free(p)
-        guard scheme == "http" || scheme == "https" else {
+    static func validate(url: String) throws -> URLTarget {
+        if let target = plainHTTPTarget(url) { return target }
+        let target = try URLTarget.parse(url: url)
+        guard target.scheme == "http" || target.scheme == "https" else {
             throw TransferFailure(CURLE_UNSUPPORTED_PROTOCOL,
-                                  "Protocol \"\(scheme)\" not supported: only http and https are allowed")
+                                  "Protocol \"\(target.scheme)\" not supported: only http and https are allowed")
         }
-        return scheme
+        guard !target.host.isEmpty else { throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: no host") }
+        return target
     }
 
-    /// "http" or "https" when `url` is `http://` or `https://` (lower case), a host of
-    /// ASCII letters, digits, `-`, `.` and `_`, optionally `:` and a port of 1 to 65535
-    /// without leading zeros, then nothing or `/`, `?` or `#` followed by printable
-    /// ASCII other than space and `\`. Such a URL is accepted by libcurl's parser
-    /// (its host check refuses only other characters, its junk scan only controls and
-    /// spaces; `URLFastPathTests` checks the agreement against the libcurl in
-    /// use); nil means "not sure", never "malformed".
+    /// The scheme `plainHTTPTarget` finds, for callers that need no more.
     static func plainHTTPScheme(_ url: String) -> String? {
-        let result: String?? = url.utf8.withContiguousStorageIfAvailable { u -> String? in
+        plainHTTPTarget(url)?.scheme
+    }
+
+    /// Scheme, host and port when `url` is `http://` or `https://` (lower case), a host
+    /// of ASCII letters, digits, `-`, `.` and `_`, optionally `:` and a port of 1 to
+    /// 65535 without leading zeros, then nothing or `/`, `?` or `#` followed by
+    /// printable ASCII other than space and `\`. Such a URL is accepted by libcurl's
+    /// parser (its host check refuses only other characters, its junk scan only
+    /// controls and spaces), with the same host and port — except that libcurl rewrites
+    /// a loosely spelt IPv4 literal (`0x7f.1`) in dotted decimal, which the egress
+    /// policy reads as the same address (see `URLTarget`). `URLFastPathTests` checks
+    /// the agreement against the libcurl in use. nil means "not sure", never
+    /// "malformed".
+    static func plainHTTPTarget(_ url: String) -> URLTarget? {
+        let result: URLTarget?? = url.utf8.withContiguousStorageIfAvailable { u -> URLTarget? in
             let n = u.count
             guard n <= maxPlainURLLength, n > 7, u[0] == 0x68, u[1] == 0x74, u[2] == 0x74, u[3] == 0x70 else {
                 return nil  // "http"
             }
             var i = 4
             let scheme: String
+            var port: Int
             if u[i] == 0x73 {  // "s"
                 scheme = "https"
+                port = 443
                 i += 1
             } else {
                 scheme = "http"
+                port = 80
             }
             guard i + 3 <= n, u[i] == 0x3A, u[i + 1] == 0x2F, u[i + 2] == 0x2F else { return nil }  // "://"
             i += 3
             let hostStart = i
             while i < n, isPlainHostByte(u[i]) { i += 1 }
             guard i > hostStart else { return nil }
+            let host = String(decoding: UnsafeBufferPointer(rebasing: u[hostStart..<i]), as: UTF8.self)
             if i < n, u[i] == 0x3A {  // ":" port
                 i += 1
                 let portStart = i
-                var port = 0
+                port = 0
                 while i < n, u[i] >= 0x30, u[i] <= 0x39, i - portStart < 5 {
                     port = port * 10 + Int(u[i] - 0x30)
                     i += 1
@@ -486,7 +502,7 @@ public final class TransferEngine {
                 guard c > 0x20, c < 0x7F, c != 0x5C else { return nil }
                 i += 1
             }
-            return scheme
+            return URLTarget(scheme: scheme, host: host, port: port)
         }
         return result ?? nil
     }

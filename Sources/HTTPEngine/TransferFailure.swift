@@ -26,6 +26,23 @@ public struct TransferFailure: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(text) (curl error \(code))" }
 
+    /// The code of a transfer the egress policy stopped: not a `CURLcode` (those are
+    /// never negative), since libcurl did not fail; the engine refused to go on.
+    public static let egressDeniedCode: Int32 = -1
+
+    /// The prefix of every denial's text, which clients match (DESIGN.md §5).
+    public static let egressDeniedPrefix = "Denied by egress policy: "
+
+    /// Whether the egress policy stopped the transfer (at start, at a redirect hop, or
+    /// at every address it tried to connect to).
+    public var isEgressDenial: Bool { code == TransferFailure.egressDeniedCode }
+
+    /// The failure of a transfer the egress policy stopped; `reason` is the policy's
+    /// sentence naming what was denied and which rule or range decided.
+    public static func egressDenied(_ reason: String) -> TransferFailure {
+        TransferFailure(code: egressDeniedCode, text: egressDeniedPrefix + reason)
+    }
+
     /// Builds the failure for a finished transfer from its code, error buffer and the
     /// system error of its last socket call (`CURLINFO_OS_ERRNO`, 0 when none).
     /// `overTLS` says the transfer's (last) URL was https, so that a send or receive

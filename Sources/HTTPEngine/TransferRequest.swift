@@ -167,7 +167,11 @@ public struct EngineOptions: Sendable {
     public var caFile: String? = nil
     /// The lowest TLS version accepted, on every https connection (origin or tunnel).
     public var tlsMin: TLSVersion = .v1_2
+    /// Where transfers may go (DESIGN.md §5). nil checks nothing: engine tests that are
+    /// not about the policy run without one. The server always sets one; its default,
+    /// with no patterns, denies loopback, private and the other special-purpose ranges.
+    public var egressPolicy: EgressPolicy? = nil
     /// Defaults: 256 cached connections, no per-host limit, the system's CAs, TLS 1.2
-    /// or later.
+    /// or later, no egress policy.
     public init() {}
 }

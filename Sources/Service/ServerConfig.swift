@@ -73,7 +73,14 @@ public struct ServerConfig: Sendable {
     /// Where state that outlives the process is kept (the principals' persistent
     /// cookies); nil keeps everything in memory.
     public var stateDir: String?
-    public var engine = EngineOptions()
+    /// Engine settings. The egress policy is always set here, so a server never runs
+    /// without one: with no patterns it denies loopback, private and the other
+    /// special-purpose ranges (`EgressPolicy`), and `--allow`/`--deny` replace it.
+    public var engine: EngineOptions = {
+        var options = EngineOptions()
+        options.egressPolicy = EgressPolicy()
+        return options
+    }()
 
     public init() {}
 }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import HTTPEngine
 import JSON
 import Logging
-import HTTPEngine
 import Service
 
 /// The command line of xhrpcd. Every flag also has a key in the `--config` JSON file
@@ -58,8 +58,19 @@ struct XHRPCD: ParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("http://[user:password@]host:port of the HTTP proxy that enableSecureCommunication routes a client's requests through (config key \"egressProxy\"). User and password may be percent-encoded and are offered with Basic.", valueName: "url"))
     var egressProxy: String?
+
     @Option(name: .long, help: ArgumentHelp("Directory for state that outlives the process: each principal's persistent cookies, in cookies-<principal>.txt (mode 0600), loaded at start and saved within a second of a change and at shutdown. Created 0700 if missing. Without it cookies live in memory only (config key \"stateDir\").", valueName: "dir"))
     var stateDir: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Let requests go to hosts matching PATTERN (repeatable; config key \"allow\", an array): a name (example.com), *.example.com for its subdomains, an IP address or CIDR range (10.0.0.0/8, 2001:db8::/32, [::1]), optionally with :port. Once any is given, only matching hosts pass. An IP or CIDR pattern also admits connections to the special-purpose ranges it covers (loopback, private, link-local...), which are denied otherwise.",
+        valueName: "pattern"))
+    var allow: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Refuse requests to hosts or addresses matching PATTERN, in the syntax of --allow (repeatable; config key \"deny\", an array). A deny pattern always wins over an allow pattern.",
+        valueName: "pattern"))
+    var deny: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
@@ -102,6 +113,13 @@ struct XHRPCD: ParsableCommand {
         }
         settings.stateDir = stateDir ?? file.string("stateDir")
         if settings.stateDir?.isEmpty == true { throw ValidationError("--state-dir needs a directory") }
+        let allowPatterns = allow.isEmpty ? try file.patterns("allow") : allow
+        let denyPatterns = deny.isEmpty ? try file.patterns("deny") : deny
+        do {
+            settings.engine.egressPolicy = try EgressPolicy(allow: allowPatterns, deny: denyPatterns)
+        } catch {
+            throw ValidationError("\(error.description) (from --allow/--deny or the config keys \"allow\"/\"deny\")")
+        }
         if let mode = socketMode ?? file.string("socketMode") {
             guard let bits = UInt16(mode, radix: 8), bits <= 0o777 else {
                 throw ValidationError("--socket-mode must be octal permission bits such as 0600")
@@ -140,7 +158,7 @@ struct ConfigFile {
             }
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
                               "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
-                              "stateDir"]
+                              "stateDir", "allow", "deny"]
             for key in o.keys where !known.contains(key) {
                 throw ValidationError("the config file \(path) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
             }
@@ -153,4 +171,20 @@ struct ConfigFile {
     func string(_ key: String) -> String? { values[key]?.stringValue }
     func int(_ key: String) -> Int? { values[key]?.int64Value.map(Int.init) }
     func strings(_ key: String) -> [String]? { values[key]?.arrayValue?.compactMap(\.stringValue) }
+
+    /// An egress pattern list: an array of strings, nothing else. Unlike `strings`, an
+    /// element of another type is an error, not skipped: a rule silently dropped from a
+    /// security policy is worse than a server that does not start.
+    func patterns(_ key: String) throws -> [String] {
+        guard let value = values[key] else { return [] }
+        guard let array = value.arrayValue else {
+            throw ValidationError("the config key '\(key)' must be an array of pattern strings")
+        }
+        return try array.map { element in
+            guard let text = element.stringValue else {
+                throw ValidationError("the config key '\(key)' must hold only strings; found \(element)")
+            }
+            return text
+        }
+    }
 }

@@ -61,8 +61,10 @@ final class Upstream {
         self.port = port
     }
 
-    func url(_ path: String) -> String { "http://\(host):\(port)\(path)" }
-    func httpsURL(_ path: String) -> String { "https://\(host):\(port)\(path)" }
+    func url(_ path: String) -> String { "http://\(authority)\(path)" }
+    func httpsURL(_ path: String) -> String { "https://\(authority)\(path)" }
+    /// `host:port`, an IPv6 host in brackets.
+    var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     func stop() {
         try? stdinPipe.fileHandleForWriting.close()
@@ -78,12 +80,22 @@ final class Harness {
     let engine: TransferEngine
     let upstream: Upstream
 
-    /// `upstreamArguments` go to the upstream fixture (`--tls-cert …` makes it HTTPS).
-    init(options: EngineOptions = .init(), upstreamArguments: [String] = []) throws {
+    /// `upstreamArguments` go to the upstream fixture (`--tls-cert …` makes it HTTPS);
+    /// `upstreamHost` is where it listens (127.0.0.1, or ::1 for tests that need IPv6).
+    init(options: EngineOptions = .init(), upstreamArguments: [String] = [], upstreamHost: String = "127.0.0.1") throws {
         precondition(CurlSetup.done, "curl_global_init failed")
         loop = try Loop()
         engine = try TransferEngine(loop: loop, options: options)
-        upstream = try Upstream(arguments: upstreamArguments)
+        upstream = try Upstream(host: upstreamHost, arguments: upstreamArguments)
+    }
+
+    /// A harness around an upstream already started (a test whose engine options name
+    /// the upstream's port); `finish` stops it.
+    init(options: EngineOptions, upstream: Upstream) throws {
+        precondition(CurlSetup.done, "curl_global_init failed")
+        loop = try Loop()
+        engine = try TransferEngine(loop: loop, options: options)
+        self.upstream = upstream
     }
 
     func url(_ path: String) -> String { upstream.url(path) }
@@ -96,6 +108,11 @@ final class Harness {
         guard let deadline = try? Timer(loop: loop) else { return false }
         var expired = false
         deadline.start(timeout: UInt64(seconds * 1000)) { expired = true }
+        // One turn that does not wait first: `runOnce` runs due timers *before* it
+        // blocks for I/O, so an event delivered from a timer (a transfer the egress
+        // policy refused at start completes from the engine's next-turn timer) would
+        // otherwise be seen only after the next I/O or the deadline.
+        loop.runNoWait()
         while !done() && !expired { loop.runOnce() }
         deadline.close()
         return done()

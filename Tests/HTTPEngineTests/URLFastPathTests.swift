@@ -39,9 +39,9 @@ import Testing
             #expect(TransferEngine.plainHTTPScheme(url) == nil, "\(url)")
         }
         // And the slow path still answers for them as libcurl does.
-        #expect(try TransferEngine.validate(url: "HTTP://example.com/") == "http")
-        #expect(try TransferEngine.validate(url: "http://user:pw@host/") == "http")
-        #expect(try TransferEngine.validate(url: "http://[::1]:80/") == "http")
+        #expect(try TransferEngine.validate(url: "HTTP://example.com/") == URLTarget(scheme: "http", host: "example.com", port: 80))
+        #expect(try TransferEngine.validate(url: "http://user:pw@host/") == URLTarget(scheme: "http", host: "host", port: 80))
+        #expect(try TransferEngine.validate(url: "http://[::1]:80/") == URLTarget(scheme: "http", host: "[::1]", port: 80))
         #expect(throws: TransferFailure.self) { try TransferEngine.validate(url: "http://") }
         #expect(throws: TransferFailure.self) { try TransferEngine.validate(url: "http://host:65536/") }
     }
@@ -76,9 +76,15 @@ import Testing
             // libcurl takes a C string: an embedded NUL would cut it short, so leave those out.
             guard !bytes.contains(0) else { continue }
             let url = String(decoding: bytes, as: UTF8.self)
-            if let fast = TransferEngine.plainHTTPScheme(url) {
+            if let fast = TransferEngine.plainHTTPTarget(url) {
                 accepted += 1
-                #expect(libcurlScheme(url) == fast, "\(url.debugDescription)")
+                #expect(libcurlScheme(url) == fast.scheme, "\(url.debugDescription)")
+                // The host and port the egress policy checks are libcurl's too.
+                let slow = try? URLTarget.parse(url: url)
+                #expect(slow?.port == fast.port, "\(url.debugDescription)")
+                #expect(slow?.host == fast.host || (slow.flatMap { IPAddress.parseLiteral($0.host) } != nil
+                    && IPAddress.parseLiteral(fast.host) == slow.flatMap { IPAddress.parseLiteral($0.host) }),
+                        "\(url.debugDescription)")
             }
         }
         #expect(accepted > 500)  // the generator exercises the accepting side too

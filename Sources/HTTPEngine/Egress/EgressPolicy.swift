@@ -108,6 +108,24 @@ public struct EgressPolicy: Sendable {
         return .allowed
     }
 
+    /// Check (1) as the engine runs it on a URL's target, before the transfer starts and
+    /// before each redirect hop is followed: `checkHost`, and for an IP-literal host
+    /// also `checkAddress` on the address it denotes. The second part decides early
+    /// what check (2) would decide at connect time anyway (the literal is the address
+    /// connected to), and it is the only address check a literal gets when a proxy
+    /// carries the request, since check (2) then sees the proxy's address.
+    public func checkDestination(host: String, port: Int) -> Decision {
+        let decision = checkHost(host, port: port)
+        guard decision == .allowed, let address = IPAddress.parseLiteral(host) else { return decision }
+        let addressDecision = checkAddress(address, port: port)
+        // Say which spelling was refused when it is not the address's own, so that
+        // `0x7f.1` reads as the 127.0.0.1 it is.
+        if case let .denied(reason) = addressDecision, Self.writtenForm(of: host) != address.description {
+            return .denied(reason: "\(host) means \(address); \(reason)")
+        }
+        return addressDecision
+    }
+
     /// Check (2): the address libcurl is about to connect to, and its port.
     ///
     /// In order: a deny IP/CIDR pattern covering the address or an IPv4 address it

@@ -16,6 +16,18 @@ final class TestServer: @unchecked Sendable {
     private var handlesLeft: [String] = []
     private var startError: Error?
 
+    /// The egress policy test servers run with unless a test says otherwise: loopback
+    /// allowed, since every upstream a test starts listens there. Tests of the policy
+    /// itself set their own (`config.engine.egressPolicy = EgressPolicy()` for the
+    /// server's default).
+    static let loopbackPolicy: EgressPolicy = {
+        do {
+            return try EgressPolicy(allow: ["127.0.0.0/8", "::1", "localhost"], deny: [])
+        } catch {
+            preconditionFailure("the test policy's patterns are valid: \(error)")
+        }
+    }()
+
     init(_ tweak: @escaping @Sendable (inout ServerConfig) -> Void = { _ in }) throws {
         directory = try makeTemporaryDirectory()
         socketPath = directory + "/xhrpc.sock"
@@ -26,6 +38,7 @@ final class TestServer: @unchecked Sendable {
                 let loop = try Loop()
                 var config = ServerConfig()
                 config.listen = [.unix(path: path)]
+                config.engine.egressPolicy = TestServer.loopbackPolicy
                 tweak(&config)
                 var logger = Logger(label: "test")
                 logger.logLevel = .warning

@@ -82,8 +82,13 @@ def _pause(proc, seconds):
 class XhrpcServer:
     """One xhrpcd process on a temporary Unix socket (and optionally loopback TCP)."""
 
-    def __init__(self, tcp=False, args=(), log_level="warning"):
+    # Every upstream a test starts listens on loopback, which the server's default
+    # egress policy denies; tests of the policy pass default_policy=True.
+    LOOPBACK_ALLOW = ["--allow", "127.0.0.0/8", "--allow", "::1", "--allow", "localhost"]
+
+    def __init__(self, tcp=False, args=(), log_level="warning", default_policy=False):
         self.tcp = tcp
+        self.default_policy = default_policy
         self.extra_args = list(args)
         self.log_level = log_level
         self.proc = None
@@ -101,6 +106,8 @@ class XhrpcServer:
             self.tcp_port = free_tcp_port()
             argv += ["--listen", "tcp:127.0.0.1:%d" % self.tcp_port]
             argv += os.environ.get("XHRPC_TCP_ARGS", "").split()
+        if not self.default_policy:
+            argv += self.LOOPBACK_ALLOW
         argv += self.extra_args
         self.argv = argv
         self.stdout_path = os.path.join(self.dir, "stdout.log")
@@ -372,6 +379,7 @@ class ServerTestCase(unittest.TestCase):
     SERVER_ARGS = ()
     TCP = False
     UPSTREAM = False
+    DEFAULT_POLICY = False  # True: the server's own egress policy, loopback denied
     server = None
     upstream = None
 
@@ -381,7 +389,13 @@ class ServerTestCase(unittest.TestCase):
         if cls.UPSTREAM:
             cls.upstream = Upstream().start()
             cls.addClassCleanup(cls._stop_upstream)
-        cls.server = XhrpcServer(tcp=cls.TCP, args=cls.SERVER_ARGS).start()
+        cls.server = XhrpcServer(tcp=cls.TCP, args=cls.server_args(),
+                                 default_policy=cls.DEFAULT_POLICY).start()
+
+    @classmethod
+    def server_args(cls):
+        """The server's extra flags; a subclass may compute them from the upstream."""
+        return cls.SERVER_ARGS
 
     @classmethod
     def _stop_upstream(cls):

@@ -1,0 +1,143 @@
+import CCurl
+
+/// Where the engine applies the egress policy (`EngineOptions.egressPolicy`; DESIGN.md
+/// §5), in one place. The policy itself is a pure value (`EgressPolicy`); this is when
+/// and on what it is asked, and how its answer ends a transfer.
+///
+/// 1. At `start`, on the request URL's target as libcurl reads it (`URLTarget`):
+///    `EgressPolicy.checkDestination`. A refused transfer is never handed to libcurl; it
+///    completes on the next turn with the denial, like any other failure (delegates are
+///    never called from inside `start`).
+/// 2. In the open-socket callback, on every address libcurl is about to connect to —
+///    the request's host, each redirect hop's, or the proxy's when one is used:
+///    `EgressPolicy.checkAddress`. A refusal returns `CURL_SOCKET_BAD`, which makes
+///    libcurl try the name's next address (happy eyeballs included), so a name with one
+///    allowed and one denied address still works through the allowed one. Checking
+///    here, not after our own DNS lookup, is what defeats DNS rebinding: the address
+///    checked is the one connected to.
+/// 3. On every redirect hop, before libcurl follows it. libcurl 7.88 has no redirect
+///    callback, and `CURLINFO_REDIRECT_URL` is empty while it follows redirects itself
+///    (it is filled only when it does not). So at the blank line that ends a 3xx head
+///    with a `Location` — the header callback's last call for that response, before
+///    libcurl acts on it — the engine resolves the `Location` against the current URL
+///    with libcurl's own parser (`URLTarget.resolve`) and runs check 1 on the result;
+///    a refusal makes the header callback return 0, which aborts the transfer before the
+///    next hop is contacted. Following redirects ourselves instead would mean
+///    re-implementing what libcurl does between hops (method changes on 301/302/303,
+///    dropping credentials on a host change, rewinding uploads, the hop count), where
+///    a mistake is a security bug of its own; the check at the end of the head needs
+///    none of that. Only `http` and `https` targets pass (libcurl's
+///    `CURLOPT_REDIR_PROTOCOLS_STR` also says so, but the refusal here names the hop).
+///    A `Location` that cannot be parsed is refused too: what cannot be read cannot be
+///    checked.
+///
+/// Every denial ends the transfer with `TransferFailure.egressDenied`, whose text
+/// begins `Denied by egress policy: ` and names what was denied and why.
+extension TransferEngine {
+    /// Check 1 on the request URL's target; nil when there is no policy or it allows.
+    func startDenial(_ target: URLTarget) -> TransferFailure? {
+        guard let policy = options.egressPolicy else { return nil }
+        guard case let .denied(reason) = policy.checkDestination(host: target.host, port: target.port) else { return nil }
+        log.notice("egress denied: \(reason)")
+        return .egressDenied(reason)
+    }
+
+    /// Takes a transfer the policy refused at `start` as if it ran, so that `cancel`
+    /// and `shutdown` treat it like any other, and completes it on the next turn.
+    func deny(_ t: Transfer, _ denial: TransferFailure) {
+        t.denial = denial
+        t.engine = self
+        t.state = .running
+        active[ObjectIdentifier(t)] = t
+        pendingDenials.append(t)
+        armDeferred()
+    }
+
+    /// Completes a transfer refused at `start`, unless it was cancelled meanwhile.
+    func completeDenied(_ t: Transfer) {
+        guard t.state == .running else { return }
+        t.metrics = TransferMetrics(effectiveURL: t.request.url, redirectCount: 0, connectionsOpened: 0, totalTime: 0)
+        t.state = .finished
+        detach(t)
+        t.delegate?.transfer(t, completedWith: t.denial)
+    }
+
+    /// Check 2, from the open-socket callback: whether `t` may connect to `address`.
+    /// A refusal is recorded on the transfer, which reports it if no other address
+    /// gets through (`egressFailure`). An address the policy cannot read (a family
+    /// other than IPv4 and IPv6) is refused: it cannot be checked.
+    func admitConnection(to address: UnsafeMutablePointer<curl_sockaddr>, for t: Transfer) -> Bool {
+        guard let policy = options.egressPolicy else { return true }
+        guard let endpoint = IPAddress.endpoint(ofCurlAddress: address) else {
+            let reason = "an address of family \(address.pointee.family), which the policy cannot check."
+            t.deniedAddresses.append(reason)
+            log.notice("egress denied: \(reason)")
+            return false
+        }
+        if case let .denied(reason) = policy.checkAddress(endpoint.address, port: endpoint.port) {
+            t.deniedAddresses.append(reason)
+            log.notice("egress denied: \(reason)")
+            return false
+        }
+        t.allowedConnects += 1
+        return true
+    }
+
+    /// Check 1 on a redirect hop, from the header callback at the end of a 3xx head.
+    /// nil lets libcurl follow (or not: without a `Location`, or past the hop limit,
+    /// libcurl does not follow, and there is nothing to check). Without a policy
+    /// nothing is checked, not even the scheme: libcurl's own protocol list still
+    /// refuses other schemes then, with its own message.
+    func redirectDenial(_ t: Transfer, _ head: ResponseHead) -> TransferFailure? {
+        guard let policy = options.egressPolicy,
+              let location = head.headers.first(where: { $0.name.lowercased() == "location" })?.value,
+              let slot = t.slot else { return nil }
+        // libcurl ignores an empty Location (Curl_copy_header_value trims it).
+        let trimmed = location.trimmingSpaceAndTab()
+        guard !trimmed.isEmpty else { return nil }
+        if let followed = slot.easy.info(long: CURLINFO_REDIRECT_COUNT), followed >= t.request.maxRedirects {
+            return nil  // libcurl stops here with "Maximum redirects followed"
+        }
+        let base = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
+        let reason: String
+        do {
+            let target = try URLTarget.resolve(location: trimmed, against: base)
+            if target.scheme != "http" && target.scheme != "https" {
+                reason = "the redirect to \(trimmed) uses the scheme \"\(target.scheme)\"; only http and https are spoken."
+            } else if case let .denied(why) = policy.checkDestination(host: target.host, port: target.port) {
+                reason = "the redirect to \(trimmed) was refused: \(why)"
+            } else {
+                // libcurl follows: what the open-socket check records from here on is
+                // about the next hop's addresses only.
+                t.deniedAddresses = []
+                t.allowedConnects = 0
+                return nil
+            }
+        } catch {
+            reason = "the redirect to \(trimmed) cannot be read, so it cannot be checked (\((error as? TransferFailure)?.text ?? "\(error)"))."
+        }
+        log.notice("egress denied: \(reason)")
+        return .egressDenied(reason)
+    }
+
+    /// The failure to report instead of libcurl's when the policy caused it: the denial
+    /// at a redirect hop (libcurl saw only a header callback returning 0), or, when
+    /// every address libcurl tried was refused, those refusals (libcurl saw only sockets
+    /// that could not be made). nil leaves libcurl's own failure.
+    func egressFailure(of t: Transfer, _ slot: EasySlot) -> TransferFailure? {
+        if let denial = t.denial { return denial }
+        guard !t.deniedAddresses.isEmpty, t.allowedConnects == 0 else { return nil }
+        let url = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
+        let place = (try? URLTarget.parse(url: url)).map { "\($0.host):\($0.port)" } ?? url
+        return .egressDenied("every address tried for \(place) is denied: " + t.deniedAddresses.joined(separator: " "))
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs, as libcurl trims a header value.
+    func trimmingSpaceAndTab() -> String {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}

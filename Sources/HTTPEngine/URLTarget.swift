@@ -1,0 +1,97 @@
+import CCurl
+
+/// Where a URL sends a request: its scheme, host and effective port, as libcurl reads
+/// them. The egress policy's host check (`EgressPolicy.checkDestination`) runs on this,
+/// so it must be libcurl's reading and not a look-alike: a host that libcurl and the
+/// policy read differently would be a way around the policy.
+///
+/// Two ways produce it. `TransferEngine.plainHTTPTarget` recognises the common URLs in
+/// one pass; for those libcurl's reading is the URL's own bytes (an IPv4 literal in a
+/// loose spelling such as `0x7f.1` is kept as written: `EgressPolicy` reads every
+/// spelling `inet_aton` accepts, so it denotes the same address). Everything else goes
+/// through `curl_url`, libcurl's own parser, which normalises what libcurl would
+/// normalise before connecting: percent-encoded hosts are decoded, IPv4 literals
+/// rewritten in dotted decimal, IPv6 literals compressed and their zone dropped, and
+/// international names converted to the ASCII (`xn--`) form libcurl resolves
+/// (`CURLU_PUNYCODE`).
+public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
+    /// `http` or `https` for a URL the engine accepts, lower case; a redirect's target
+    /// may carry any other scheme, which is how it gets refused (and then perhaps no
+    /// host: `host` is empty).
+    public var scheme: String
+    /// The host as libcurl reads it: a name, an IPv4 literal, or an IPv6 literal in
+    /// brackets.
+    public var host: String
+    /// The port given in the URL, else the scheme's default (80, 443).
+    public var port: Int
+
+    /// A target from parts already read.
+    public init(scheme: String, host: String, port: Int) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    /// `scheme://host:port`, what messages show.
+    public var description: String { "\(scheme)://\(host):\(port)" }
+
+    /// Reads an absolute URL with libcurl's parser. The flags are those libcurl 7.88
+    /// uses for `CURLOPT_URL` (`CURLU_NON_SUPPORT_SCHEME` so another scheme is reported
+    /// by name instead of as a parse error). Throws `CURLE_URL_MALFORMAT` with
+    /// libcurl's reason.
+    static func parse(url: String) throws -> URLTarget {
+        let u = try makeHandle()
+        defer { curl_url_cleanup(u) }
+        let rc = curl_url_set(u, CURLUPART_URL, url, UInt32(CURLU_NON_SUPPORT_SCHEME))
+        guard rc == CURLUE_OK else {
+            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: \(String(cString: curl_url_strerror(rc)))")
+        }
+        return try read(u)
+    }
+
+    /// Where a redirect leads: `location` (the `Location` header, absolute or
+    /// relative) resolved against `base` (the URL of the response that carried it), the
+    /// way libcurl 7.88's `Curl_follow` resolves it before following: `curl_url_set` on
+    /// a handle holding the current URL, with `CURLU_URLENCODE` and
+    /// `CURLU_ALLOW_SPACE` as it uses for a real redirect. Any scheme is read
+    /// (`CURLU_NON_SUPPORT_SCHEME`), so the caller can refuse `ftp:` or `file:` by name.
+    /// Throws when either cannot be parsed; the caller then refuses the hop, since a
+    /// target it cannot read is a target it cannot check.
+    static func resolve(location: String, against base: String) throws -> URLTarget {
+        let u = try makeHandle()
+        defer { curl_url_cleanup(u) }
+        var rc = curl_url_set(u, CURLUPART_URL, base, UInt32(CURLU_NON_SUPPORT_SCHEME))
+        if rc == CURLUE_OK {
+            let flags = CURLU_NON_SUPPORT_SCHEME | CURLU_URLENCODE | CURLU_ALLOW_SPACE
+            rc = curl_url_set(u, CURLUPART_URL, location, UInt32(flags))
+        }
+        guard rc == CURLUE_OK else {
+            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed redirect URL: \(String(cString: curl_url_strerror(rc)))")
+        }
+        return try read(u)
+    }
+
+    private static func makeHandle() throws -> OpaquePointer {
+        guard let u = curl_url() else { throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_url failed: out of memory") }
+        return u
+    }
+
+    private static func read(_ u: OpaquePointer) throws -> URLTarget {
+        guard let scheme = part(u, CURLUPART_SCHEME, 0) else {
+            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: no scheme")
+        }
+        // A host libcurl cannot convert to ASCII fails with PUNYCODE; the plain host is
+        // then what libcurl would try to resolve, and what the policy can compare. No
+        // host at all (`file:///x`) is an empty one: the scheme is refused first.
+        let host = part(u, CURLUPART_HOST, UInt32(CURLU_PUNYCODE)) ?? part(u, CURLUPART_HOST, 0) ?? ""
+        let port = part(u, CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)).flatMap { Int($0) } ?? 0
+        return URLTarget(scheme: scheme.lowercased(), host: host, port: port)
+    }
+
+    private static func part(_ u: OpaquePointer, _ which: CURLUPart, _ flags: UInt32) -> String? {
+        var p: UnsafeMutablePointer<CChar>? = nil
+        guard curl_url_get(u, which, &p, flags) == CURLUE_OK, let p else { return nil }
+        defer { curl_free(p) }
+        return String(cString: p)
+    }
+}
