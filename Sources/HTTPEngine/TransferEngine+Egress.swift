@@ -100,12 +100,14 @@ extension TransferEngine {
         }
         let base = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
         let reason: String
+        // The target as quoted in the status text and the log, without any password.
+        let shown = URLRedaction.redact(trimmed)
         do {
             let target = try URLTarget.resolve(location: trimmed, against: base)
             if target.scheme != "http" && target.scheme != "https" {
-                reason = "the redirect to \(trimmed) uses the scheme \"\(target.scheme)\"; only http and https are spoken."
+                reason = "the redirect to \(shown) uses the scheme \"\(target.scheme)\"; only http and https are spoken."
             } else if case let .denied(why) = policy.checkDestination(host: target.host, port: target.port) {
-                reason = "the redirect to \(trimmed) was refused: \(why)"
+                reason = "the redirect to \(shown) was refused: \(why)"
             } else {
                 // libcurl follows: what the open-socket check records from here on is
                 // about the next hop's addresses only.
@@ -114,7 +116,7 @@ extension TransferEngine {
                 return nil
             }
         } catch {
-            reason = "the redirect to \(trimmed) cannot be read, so it cannot be checked (\((error as? TransferFailure)?.text ?? "\(error)"))."
+            reason = "the redirect to \(shown) cannot be read, so it cannot be checked (\((error as? TransferFailure)?.text ?? "\(error)"))."
         }
         log.notice("egress denied: \(reason)")
         return .egressDenied(reason)

@@ -64,7 +64,15 @@ extension TransferEngine {
         }
         if r.forbidConnectionReuse { try e.set(CURLOPT_FORBID_REUSE, 1) }
         try configureTLS(e, r)
-        if let proxy = r.proxy { try configureProxy(e, proxy) }
+        if let proxy = r.proxy {
+            try configureProxy(e, proxy)
+        } else {
+            // An empty proxy turns off libcurl's reading of `http_proxy`, `https_proxy`
+            // and `all_proxy` from the environment: where requests go is the operator's
+            // choice through the flags (`--egress-proxy`) and the client's through
+            // `enableHttpProxy`, never an accident of the daemon's environment.
+            try e.set(CURLOPT_PROXY, "")
+        }
 
         // What comes back: decoded bodies, no proxy CONNECT heads in the header stream.
         try e.set(CURLOPT_ACCEPT_ENCODING, TransferEngine.acceptEncoding)

@@ -16,11 +16,6 @@ import JSONRPC
     #expect(FormEncoding.encode([("a b", "c&d=é"), ("x", "")]) == "a+b=c%26d%3D%C3%A9&x=")
 }
 
-@Test func credentialsAreRemovedFromURLs() {
-    #expect(URLRedaction.redact("https://user:secret@example.com/p?q=1") == "https://example.com/p?q=1")
-    #expect(URLRedaction.redact("http://example.com/a@b") == "http://example.com/a@b")
-}
-
 @Test func byteQueueNeverReturnsAByteTwice() {
     var q = ByteQueue()
     var out: [UInt8] = []

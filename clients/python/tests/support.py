@@ -86,8 +86,9 @@ class XhrpcServer:
     # egress policy denies; tests of the policy pass default_policy=True.
     LOOPBACK_ALLOW = ["--allow", "127.0.0.0/8", "--allow", "::1", "--allow", "localhost"]
 
-    def __init__(self, tcp=False, args=(), log_level="warning", default_policy=False):
+    def __init__(self, tcp=False, args=(), log_level="warning", default_policy=False, env=None):
         self.tcp = tcp
+        self.env = env  # variables added to this process's environment for the server
         self.default_policy = default_policy
         self.extra_args = list(args)
         self.log_level = log_level
@@ -113,7 +114,8 @@ class XhrpcServer:
         self.stdout_path = os.path.join(self.dir, "stdout.log")
         self.stderr_path = os.path.join(self.dir, "stderr.log")
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+            env = dict(os.environ, **self.env) if self.env else None
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
         self._wait_ready()
         return self
 
@@ -380,6 +382,7 @@ class ServerTestCase(unittest.TestCase):
     TCP = False
     UPSTREAM = False
     DEFAULT_POLICY = False  # True: the server's own egress policy, loopback denied
+    LOG_LEVEL = "warning"   # lower it for a test that reads the server's log
     server = None
     upstream = None
 
@@ -389,7 +392,7 @@ class ServerTestCase(unittest.TestCase):
         if cls.UPSTREAM:
             cls.upstream = Upstream().start()
             cls.addClassCleanup(cls._stop_upstream)
-        cls.server = XhrpcServer(tcp=cls.TCP, args=cls.server_args(),
+        cls.server = XhrpcServer(tcp=cls.TCP, args=cls.server_args(), log_level=cls.LOG_LEVEL,
                                  default_policy=cls.DEFAULT_POLICY).start()
 
     @classmethod

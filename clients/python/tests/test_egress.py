@@ -205,6 +205,7 @@ class Redirects(EgressCase):
     """Both checks on every hop; only http and https; the denied hop is never contacted."""
 
     DEFAULT_POLICY = True
+    LOG_LEVEL = "debug"  # denials are logged at notice: the log must not show passwords either
 
     @classmethod
     def server_args(cls):
@@ -220,6 +221,15 @@ class Redirects(EgressCase):
                                   "the redirect to %s was refused: %s" % (target, why))
         self.assertTrue(v4.accepted_nothing())
         self.assertTrue(v6.accepted_nothing())
+
+    def test_refused_redirect_never_shows_its_password(self):
+        v4 = self.sentinel()
+        target = "http://mallory:s3cret-pw@127.0.0.1:%d/x" % v4.port
+        reply = self.fetch(redirect(self.upstream, target))
+        self.assertDenied(reply, "the redirect to http://127.0.0.1:%d/x was refused: "
+                                 "127.0.0.1:%d matches no allow pattern." % (v4.port, v4.port))
+        self.assertNotIn("s3cret-pw", self.server.stderr_text())
+        self.assertTrue(v4.accepted_nothing())
 
     def test_redirect_to_a_name_with_only_denied_addresses(self):
         v4 = self.sentinel()

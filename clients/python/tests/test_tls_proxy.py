@@ -115,7 +115,7 @@ class TLSProxyCase(unittest.TestCase):
                 cls.fx[name] = make().start()
             args = list(_server_args()) + ["--ca-file", CERTS["ca"], "--cert-root", CERT_DIR]
             args += list(cls.server_args())
-            cls.server = XhrpcServer(args=args, log_level=cls.LOG_LEVEL).start()
+            cls.server = XhrpcServer(args=args, log_level=cls.LOG_LEVEL, env=cls.server_env()).start()
         except BaseException:
             cls._stop_fixtures()
             raise
@@ -124,6 +124,11 @@ class TLSProxyCase(unittest.TestCase):
     @classmethod
     def server_args(cls):
         return cls.EXTRA_ARGS
+
+    @classmethod
+    def server_env(cls):
+        """Environment variables added for the server."""
+        return None
 
     @classmethod
     def _stop_fixtures(cls):
@@ -423,6 +428,26 @@ class Proxies(TLSProxyCase):
         self.assertIs(self.c.call("isSecureCommunicationEnabled"), False)
         self.assertNotIn("via", json.loads(self.fetch(url)[1])["headers"])
         self.assertEqual(egress.log(), [])
+
+
+class EnvironmentProxiesIgnored(TLSProxyCase):
+    """libcurl on its own routes through http_proxy, https_proxy and all_proxy from the
+    environment; xhrpcd does not: only --egress-proxy and enableHttpProxy send requests
+    through a proxy."""
+
+    FIXTURES = {"http": lambda: Fixture("upstream.py"), "proxy": lambda: Fixture("proxy.py")}
+
+    @classmethod
+    def server_env(cls):
+        url = "http://127.0.0.1:%d" % cls.fx["proxy"].port
+        return {name: url for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
+                                       "all_proxy", "ALL_PROXY")}
+
+    def test_requests_go_direct(self):
+        summary, body = self.fetch(self.fx["http"].url("/echo"))
+        self.assertEqual(summary["status"], 200)
+        self.assertNotIn("via", json.loads(body)["headers"])
+        self.assertEqual(self.fx["proxy"].log(), [])
 
 
 class ServerAuthentication(TLSProxyCase):
