@@ -1,7 +1,9 @@
 # xhrpcd in a container: the build stage installs the same -dev packages as `make deps`
 # and builds release; the runtime stage is Debian slim with the shared libraries only.
 # The server listens on a Unix socket in the /run/xhrpc volume; share that volume with
-# the client containers.
+# the client containers. Persistent cookies are kept in the /var/lib/xhrpc volume. The
+# egress policy is the default one (loopback and private ranges denied): add --allow
+# patterns for the internal hosts the clients may reach.
 
 FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
@@ -24,11 +26,12 @@ RUN apt-get update \
       libuv1 libcurl4 libyajl2 ca-certificates socat \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin xhrpc \
- && mkdir -p /run/xhrpc && chown xhrpc /run/xhrpc
+ && mkdir -p /run/xhrpc /var/lib/xhrpc && chown xhrpc /run/xhrpc /var/lib/xhrpc \
+ && chmod 0700 /var/lib/xhrpc
 COPY --from=build /usr/local/bin/xhrpcd /usr/local/bin/xhrpcd
 USER 10001
-VOLUME ["/run/xhrpc"]
+VOLUME ["/run/xhrpc", "/var/lib/xhrpc"]
 HEALTHCHECK --interval=30s --timeout=3s --retries=3 \
   CMD ["/bin/sh", "-c", "echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server.info\"}' | socat -t 2 - UNIX-CONNECT:/run/xhrpc/xhrpc.sock | grep -q result"]
 ENTRYPOINT ["/usr/local/bin/xhrpcd"]
-CMD ["--listen", "unix:/run/xhrpc/xhrpc.sock", "--socket-mode", "0660"]
+CMD ["--listen", "unix:/run/xhrpc/xhrpc.sock", "--socket-mode", "0660", "--state-dir", "/var/lib/xhrpc"]
