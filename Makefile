@@ -47,8 +47,9 @@ run: release
 	./.build/release/xhrpcd --config deploy/demo-config.json $(ARGS)
 
 ## test: every test: Swift unit and integration tests, the Python client suite, the
+## release build that `make run` uses (whole-module builds resolve imports differently),
 ## Dockerfile lint.
-test: test-deps build swift-test client-test lint
+test: test-deps build release swift-test client-test lint
 
 swift-test:
 	swift test $(SWIFT_FLAGS)

@@ -1,4 +1,5 @@
 import CCurl
+import CShims  // CURLINFO_* resolve through it in release (whole-module) builds
 
 /// One HTTP exchange: a request, the delegate that hears about it, and — while it runs —
 /// the libcurl easy handle doing the work.

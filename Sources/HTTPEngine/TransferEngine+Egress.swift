@@ -1,4 +1,5 @@
 import CCurl
+import CShims  // CURLINFO_* resolve through it in release (whole-module) builds
 
 /// Where the engine applies the egress policy (`EngineOptions.egressPolicy`; DESIGN.md
 /// §5), in one place. The policy itself is a pure value (`EgressPolicy`); this is when
