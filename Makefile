@@ -47,7 +47,7 @@ run: release
 	./.build/release/xhrpcd --config deploy/demo-config.json $(ARGS)
 
 ## test: every test: Swift unit and integration tests, the Python client suite, the
-## release build that `make run` uses (whole-module builds resolve imports differently),
+## release build that `make run` uses (whole-module builds resolve imports differently) and the
 ## Dockerfile lint.
 test: test-deps build release swift-test client-test lint
 
