@@ -19,6 +19,15 @@ public struct ResponseHead: Sendable {
         self.httpVersion = httpVersion
     }
 
+    /// The `Location` libcurl follows: the first non-empty one (libcurl skips an empty
+    /// value and ignores every later header once it has one). Values are already
+    /// trimmed of spaces and tabs by the parser, as libcurl trims them. The egress
+    /// check of a redirect hop must judge exactly this one, or a decoy header before it
+    /// would let the real target through unchecked.
+    public var followedLocation: String? {
+        headers.first { !$0.value.isEmpty && $0.name.lowercased() == "location" }?.value
+    }
+
     /// The values of a header, case-insensitively, joined with ", " as RFC 9110 §5.3
     /// allows; nil when absent.
     public func value(of name: String) -> String? {

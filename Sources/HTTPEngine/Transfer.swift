@@ -154,7 +154,7 @@ public final class Transfer {
     private func isFinal(_ head: ResponseHead) -> Bool {
         if head.status < 200 { return false }
         if request.followRedirects, (300...399).contains(head.status), head.status != 304,
-           head.value(of: "location") != nil { return false }
+           head.followedLocation != nil { return false }
         if head.status == 401, request.user != nil { return false }
         if head.status == 407 { return false }
         return true

@@ -90,21 +90,18 @@ extension TransferEngine {
     /// nothing is checked, not even the scheme: libcurl's own protocol list still
     /// refuses other schemes then, with its own message.
     func redirectDenial(_ t: Transfer, _ head: ResponseHead) -> TransferFailure? {
-        guard let policy = options.egressPolicy,
-              let location = head.headers.first(where: { $0.name.lowercased() == "location" })?.value,
-              let slot = t.slot else { return nil }
-        // libcurl ignores an empty Location (Curl_copy_header_value trims it).
-        let trimmed = location.trimmingSpaceAndTab()
-        guard !trimmed.isEmpty else { return nil }
+        guard let policy = options.egressPolicy, let location = head.followedLocation, let slot = t.slot else {
+            return nil
+        }
         if let followed = slot.easy.info(long: CURLINFO_REDIRECT_COUNT), followed >= t.request.maxRedirects {
             return nil  // libcurl stops here with "Maximum redirects followed"
         }
         let base = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
         let reason: String
         // The target as quoted in the status text and the log, without any password.
-        let shown = URLRedaction.redact(trimmed)
+        let shown = URLRedaction.redact(location)
         do {
-            let target = try URLTarget.resolve(location: trimmed, against: base)
+            let target = try URLTarget.resolve(location: location, against: base)
             if target.scheme != "http" && target.scheme != "https" {
                 reason = "the redirect to \(shown) uses the scheme \"\(target.scheme)\"; only http and https are spoken."
             } else if case let .denied(why) = policy.checkDestination(host: target.host, port: target.port) {
@@ -133,14 +130,5 @@ extension TransferEngine {
         let url = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
         let place = (try? URLTarget.parse(url: url)).map { "\($0.host):\($0.port)" } ?? url
         return .egressDenied("every address tried for \(place) is denied: " + t.deniedAddresses.joined(separator: " "))
-    }
-}
-
-extension String {
-    /// Without leading and trailing spaces and tabs, as libcurl trims a header value.
-    func trimmingSpaceAndTab() -> String {
-        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
-        return String(self[first...last])
     }
 }

@@ -563,7 +563,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._drain_body()
         if url is None or re.search(r"[\r\n\x00]", url):
             raise BadRequest("url is required and must not contain CR, LF or NUL")
-        self.simple(status, b"", extra=[("Location", url)])
+        # decoy=1: an empty Location first, which libcurl skips (it follows the first
+        # non-empty one), to test that a client checks the one libcurl follows.
+        decoy = [("Location", "")] if self.arg("decoy") == "1" else []
+        self.simple(status, b"", extra=decoy + [("Location", url)])
 
     def request_headers(self):
         out = {}

@@ -35,6 +35,20 @@ import Testing
         #expect(try h.finish() == [])
     }
 
+    /// libcurl skips an empty `Location` and follows the first non-empty one: the check
+    /// must judge that one, not stop at the empty header before it.
+    @Test func anEmptyLocationDoesNotHideTheOneFollowed() throws {
+        let upstream = try Upstream()
+        let h = try Harness(options: .with(.testing(allow: ["127.0.0.1:\(upstream.port)"])), upstream: upstream)
+        let v4 = try Sentinel()
+        let target = v4.url("/x")
+        let r = try h.fetch(TransferRequest(url: Self.redirect(h, to: target) + "&decoy=1"), seconds: 10)
+        #expect(r.completions == 1)
+        #expect(r.denialReason == "the redirect to \(target) was refused: 127.0.0.1:\(v4.port) matches no allow pattern.")
+        #expect(v4.acceptedNothing)
+        #expect(try h.finish() == [])
+    }
+
     /// With the default policy's ranges (loopback allowed only at the upstream's port by
     /// IP), a redirect to `localhost` at another port passes check (1) by name and is
     /// refused at each address by check (2).
