@@ -124,10 +124,10 @@ extension TransferEngine {
     /// at a redirect hop (libcurl saw only a header callback returning 0), or, when
     /// every address libcurl tried was refused, those refusals (libcurl saw only sockets
     /// that could not be made). nil leaves libcurl's own failure.
-    func egressFailure(of t: Transfer, _ slot: EasySlot) -> TransferFailure? {
+    /// `url` is the transfer's effective URL, the last hop's.
+    func egressFailure(of t: Transfer, at url: String) -> TransferFailure? {
         if let denial = t.denial { return denial }
         guard !t.deniedAddresses.isEmpty, t.allowedConnects == 0 else { return nil }
-        let url = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
         let place = (try? URLTarget.parse(url: url)).map { "\($0.host):\($0.port)" } ?? url
         return .egressDenied("every address tried for \(place) is denied: " + t.deniedAddresses.joined(separator: " "))
     }

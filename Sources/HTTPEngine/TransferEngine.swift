@@ -312,7 +312,7 @@ public final class TransferEngine {
     private func complete(_ t: Transfer, _ result: CURLcode) {
         guard t.state == .running, let slot = t.slot else { return }
         let effectiveURL = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
-        let failure = result == CURLE_OK ? nil : egressFailure(of: t, slot) ?? TransferFailure(
+        let failure = result == CURLE_OK ? nil : egressFailure(of: t, at: effectiveURL) ?? TransferFailure(
             curlCode: result, errorBuffer: slot.errorBuffer,
             osErrno: Int32(truncatingIfNeeded: slot.easy.info(long: CURLINFO_OS_ERRNO) ?? 0),
             overTLS: effectiveURL.prefix(6).lowercased() == "https:")
@@ -446,11 +446,6 @@ public final class TransferEngine {
         }
         guard !target.host.isEmpty else { throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: no host") }
         return target
-    }
-
-    /// The scheme `plainHTTPTarget` finds, for callers that need no more.
-    static func plainHTTPScheme(_ url: String) -> String? {
-        plainHTTPTarget(url)?.scheme
     }
 
     /// Scheme, host and port when `url` is `http://` or `https://` (lower case), a host

@@ -20,10 +20,7 @@ import Testing
         let h = try Harness(options: TestCertificates.trustingTestCA, upstreamArguments: Self.server("required"))
         let r = try h.fetch(TransferRequest(url: h.httpsURL("/echo")))
         #expect(r.headCount == 0)
-        #expect(r.failure?.code == 56)
-        let text = r.failure?.text ?? ""
-        #expect(text.hasPrefix("SSL: OpenSSL SSL_read: OpenSSL/"), "\(text)")
-        #expect(text.hasSuffix(":SSL routines::tlsv13 alert certificate required, errno 0"), "\(text)")
+        expectFailure(r, code: 56, prefix: "SSL: OpenSSL SSL_read: OpenSSL/", suffix: ":SSL routines::tlsv13 alert certificate required, errno 0")
         #expect(try h.finish() == [])
     }
 
@@ -32,10 +29,7 @@ import Testing
                             upstreamArguments: Self.server("required", ["--tls-max", "1.2"]))
         let r = try h.fetch(TransferRequest(url: h.httpsURL("/echo")))
         #expect(r.headCount == 0)
-        #expect(r.failure?.code == 35)
-        let text = r.failure?.text ?? ""
-        #expect(text.hasPrefix("SSL: OpenSSL/"), "\(text)")
-        #expect(text.hasSuffix(":SSL routines::sslv3 alert handshake failure"), "\(text)")
+        expectFailure(r, code: 35, prefix: "SSL: OpenSSL/", suffix: ":SSL routines::sslv3 alert handshake failure")
         #expect(try h.finish() == [])
     }
 
@@ -64,10 +58,7 @@ import Testing
         req.clientCertificate = ClientCertificate(certPath: TestCertificates.path("rogue_client_cert"),
                                                   keyPath: TestCertificates.path("rogue_client_key"))
         let r = try h.fetch(req)
-        #expect(r.failure?.code == 56)
-        let text = r.failure?.text ?? ""
-        #expect(text.hasPrefix("SSL: OpenSSL SSL_read: "), "\(text)")
-        #expect(text.hasSuffix(":SSL routines::tlsv1 alert unknown ca, errno 0"), "\(text)")
+        expectFailure(r, code: 56, prefix: "SSL: OpenSSL SSL_read: ", suffix: ":SSL routines::tlsv1 alert unknown ca, errno 0")
         #expect(try h.finish() == [])
     }
 

@@ -20,10 +20,7 @@ import Testing
         let h = try Harness(options: options, upstreamArguments: Self.tls12Server)
         let r = try h.fetch(TransferRequest(url: h.httpsURL("/echo")))
         #expect(r.headCount == 0)
-        #expect(r.failure?.code == 35)
-        let text = r.failure?.text ?? ""
-        #expect(text.hasPrefix("SSL: OpenSSL/"), "\(text)")
-        #expect(text.hasSuffix(":SSL routines::tlsv1 alert protocol version"), "\(text)")
+        expectFailure(r, code: 35, prefix: "SSL: OpenSSL/", suffix: ":SSL routines::tlsv1 alert protocol version")
         #expect(try h.finish() == [])
     }
 }

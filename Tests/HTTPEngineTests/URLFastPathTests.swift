@@ -2,7 +2,7 @@ import CCurl
 import Testing
 @testable import HTTPEngine
 
-/// `TransferEngine.plainHTTPScheme`, the one-pass check that spares common URLs a parse
+/// `TransferEngine.plainHTTPTarget`, the one-pass check that spares common URLs a parse
 /// with `curl_url`: whatever it accepts, the libcurl in use accepts with the same
 /// scheme; what it does not recognise still goes to libcurl. No I/O.
 @Suite struct URLFastPathTests {
@@ -24,8 +24,8 @@ import Testing
             "http://a/b?c=d&e=%20f#g", "http://my_host.local:65535/x", "https://xn--bcher-kva.example/",
             "http://localhost:1/", "http://10.0.0.1?q", "http://h#frag", "https://EXAMPLE.com/A/B",
         ] {
-            #expect(TransferEngine.plainHTTPScheme(url) != nil, "\(url)")
-            #expect(TransferEngine.plainHTTPScheme(url) == libcurlScheme(url), "\(url)")
+            #expect(TransferEngine.plainHTTPTarget(url)?.scheme != nil, "\(url)")
+            #expect(TransferEngine.plainHTTPTarget(url)?.scheme == libcurlScheme(url), "\(url)")
         }
     }
 
@@ -36,7 +36,7 @@ import Testing
             "http://host/a b", "http://host/\\", "http://hôst/", "http://host/é", "http:/host", "http:host",
             "ftp://host/", "not a url", "", "https:", "http://host\t/", "http://host%41/",
         ] {
-            #expect(TransferEngine.plainHTTPScheme(url) == nil, "\(url)")
+            #expect(TransferEngine.plainHTTPTarget(url)?.scheme == nil, "\(url)")
         }
         // And the slow path still answers for them as libcurl does.
         #expect(try TransferEngine.validate(url: "HTTP://example.com/") == URLTarget(scheme: "http", host: "example.com", port: 80))

@@ -127,7 +127,7 @@ extension Server {
             guard let root = config.uploadRoot else {
                 throw RPCError.app(.forbidden, "sendWithFile needs the server to be started with --upload-root")
             }
-            return .file(path: try UploadRoot.resolve(try p.string("path"), root: root))
+            return .file(path: try ConfinedPath.resolve(try p.string("path"), root: root, rootName: "upload root"))
         }
 
         onRequest("getState") { r, _ in

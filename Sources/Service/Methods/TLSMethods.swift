@@ -34,8 +34,8 @@ extension Server {
                 throw RPCError.app(.forbidden, "setClientCertificate needs the server to be started with --cert-root")
             }
             r.clientCertificate = ClientCertificate(
-                certPath: try UploadRoot.resolve(cert, root: root, rootName: "certificate root"),
-                keyPath: try UploadRoot.resolve(key, root: root, rootName: "certificate root"),
+                certPath: try ConfinedPath.resolve(cert, root: root, rootName: "certificate root"),
+                keyPath: try ConfinedPath.resolve(key, root: root, rootName: "certificate root"),
                 keyPassword: password)
             return true
         }

@@ -7,8 +7,11 @@ import JSONRPC
 /// with realpath, which follows `..` and every symbolic link, and must then lie inside
 /// the resolved root: no way out by either. It must be a regular file the server can
 /// read.
-enum UploadRoot {
-    static func resolve(_ path: String, root: String, rootName: String = "upload root") throws(RPCError) -> String {
+enum ConfinedPath {
+    /// The real path of `path` (relative to `root` unless absolute), or the error to
+    /// answer: `file_error` when it is missing, unreadable or not a regular file,
+    /// `forbidden` when it lies outside `root`.
+    static func resolve(_ path: String, root: String, rootName: String) throws(RPCError) -> String {
         guard let realRoot = realPath(root) else {
             throw .app(.fileError, "The \(rootName) \(root) does not exist")
         }
