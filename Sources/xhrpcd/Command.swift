@@ -78,7 +78,7 @@ struct XHRPCD: ParsableCommand {
     mutating func run() throws {
         let file = try config.map(ConfigFile.load) ?? ConfigFile()
         var settings = ServerConfig()
-        let addresses = listen.isEmpty ? file.strings("listen") ?? [] : listen
+        let addresses = listen.isEmpty ? try file.strings("listen") : listen
         do {
             settings.listen = try addresses.map { a throws(ListenAddress.ParseError) in try ListenAddress.parse(a) }
         } catch {
@@ -113,8 +113,8 @@ struct XHRPCD: ParsableCommand {
         }
         settings.stateDir = stateDir ?? file.string("stateDir")
         if settings.stateDir?.isEmpty == true { throw ValidationError("--state-dir needs a directory") }
-        let allowPatterns = allow.isEmpty ? try file.patterns("allow") : allow
-        let denyPatterns = deny.isEmpty ? try file.patterns("deny") : deny
+        let allowPatterns = allow.isEmpty ? try file.strings("allow") : allow
+        let denyPatterns = deny.isEmpty ? try file.strings("deny") : deny
         do {
             settings.engine.egressPolicy = try EgressPolicy(allow: allowPatterns, deny: denyPatterns)
         } catch {
@@ -170,15 +170,13 @@ struct ConfigFile {
 
     func string(_ key: String) -> String? { values[key]?.stringValue }
     func int(_ key: String) -> Int? { values[key]?.int64Value.map(Int.init) }
-    func strings(_ key: String) -> [String]? { values[key]?.arrayValue?.compactMap(\.stringValue) }
-
-    /// An egress pattern list: an array of strings, nothing else. Unlike `strings`, an
-    /// element of another type is an error, not skipped: a rule silently dropped from a
-    /// security policy is worse than a server that does not start.
-    func patterns(_ key: String) throws -> [String] {
+    /// A list of strings (`listen`, `allow`, `deny`); absent is empty. An element of
+    /// another type is an error, not skipped: a listener or a policy rule silently
+    /// dropped is worse than a server that does not start.
+    func strings(_ key: String) throws -> [String] {
         guard let value = values[key] else { return [] }
         guard let array = value.arrayValue else {
-            throw ValidationError("the config key '\(key)' must be an array of pattern strings")
+            throw ValidationError("the config key '\(key)' must be an array of strings")
         }
         return try array.map { element in
             guard let text = element.stringValue else {

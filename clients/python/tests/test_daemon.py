@@ -127,6 +127,18 @@ class ConfigFile(unittest.TestCase):
             self.assertNotEqual(code, 0)
             self.assertIn("unknown key 'maxMesageBytes'", err)
 
+    def test_listen_must_be_strings(self):
+        # A port number where an address string belongs used to be skipped, and the
+        # server started on the default socket instead of where it was told.
+        for value, message in [([7700], "the config key 'listen' must hold only strings"),
+                               ("unix:/tmp/x.sock", "the config key 'listen' must be an array of strings")]:
+            with self.subTest(value=value), tempfile.NamedTemporaryFile("w", suffix=".json", dir="/tmp") as f:
+                json.dump({"listen": value}, f)
+                f.flush()
+                code, err = run_briefly(["--config", f.name])
+                self.assertNotEqual(code, 0)
+                self.assertIn(message, err)
+
 
 class Stop(unittest.TestCase):
     def test_sigterm_flushes_replies_and_exits_zero(self):
