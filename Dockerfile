@@ -8,7 +8,7 @@
 FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev \
+      pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -23,7 +23,7 @@ RUN swift build -c release --product xhrpcd --static-swift-stdlib \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libuv1 libcurl4 libyajl2 ca-certificates socat \
+      libuv1 libcurl4 libyajl2 libssl3 ca-certificates socat \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin xhrpc \
  && mkdir -p /run/xhrpc /var/lib/xhrpc && chown xhrpc /run/xhrpc /var/lib/xhrpc \
@@ -34,4 +34,7 @@ VOLUME ["/run/xhrpc", "/var/lib/xhrpc"]
 HEALTHCHECK --interval=30s --timeout=3s --retries=3 \
   CMD ["/bin/sh", "-c", "echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server.info\"}' | socat -t 2 - UNIX-CONNECT:/run/xhrpc/xhrpc.sock | grep -q result"]
 ENTRYPOINT ["/usr/local/bin/xhrpcd"]
-CMD ["--listen", "unix:/run/xhrpc/xhrpc.sock", "--socket-mode", "0660", "--state-dir", "/var/lib/xhrpc"]
+# `docker stop` sends SIGKILL 10 s after SIGTERM: the drain ends by 8 s, leaving time to
+# flush replies (up to 1 s) and save the cookies.
+CMD ["--listen", "unix:/run/xhrpc/xhrpc.sock", "--socket-mode", "0660", "--state-dir", "/var/lib/xhrpc", \
+     "--drain-seconds", "8"]

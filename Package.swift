@@ -1,14 +1,28 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
-// Layers (DESIGN.md §2): C libraries → CShims → EventLoop / JSON → JSONRPC → HTTPEngine →
-// Service → xhrpcd. Each target imports only the layers beneath it.
+// Layers (DESIGN.md §2): C libraries → CShims → EventLoop / JSON → SecureStream (TLS on an
+// EventLoop stream) → JSONRPC → HTTPEngine → Service → xhrpcd. Each target imports only the
+// layers beneath it.
+
+/// The `Fuzz` trait (`make fuzz`: `swift build --traits Fuzz --sanitize address ...`)
+/// instruments our own modules for libFuzzer and makes `xhrpc-fuzz` call libFuzzer's
+/// driver from its `main` (the Makefile links libclang_rt.fuzzer_no_main). Not
+/// `--sanitize fuzzer`: that links libFuzzer's own `main` into every executable of the
+/// build, the `embed-file` build tool included, where it clashes with theirs. Without
+/// the trait, nothing here changes the build.
+let fuzzInstrumented: [SwiftSetting] = [.unsafeFlags(["-sanitize=fuzzer"], .when(traits: ["Fuzz"]))]
 let package = Package(
     name: "xhrpc",
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "xhrpcd", targets: ["xhrpcd"]),
         .executable(name: "xhrpc-bench", targets: ["xhrpc-bench"]),
+        // The libFuzzer target (`make fuzz`); the normal build makes it a replayer.
+        .executable(name: "xhrpc-fuzz", targets: ["xhrpc-fuzz"]),
+    ],
+    traits: [
+        .trait(name: "Fuzz", description: "Build xhrpc-fuzz as a libFuzzer target (make fuzz)."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -18,18 +32,20 @@ let package = Package(
         .systemLibrary(name: "CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CYajl", pkgConfig: "yajl", providers: [.apt(["libyajl-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .target(name: "CShims", dependencies: ["CCurl", "CYajl"]),
-        .target(name: "EventLoop", dependencies: ["CUV"]),
-        .target(name: "JSON", dependencies: ["CYajl", "CShims"]),
+        .target(name: "EventLoop", dependencies: ["CUV"], swiftSettings: fuzzInstrumented),
+        .target(name: "SecureStream", dependencies: ["EventLoop", "CUV", "COpenSSL"], swiftSettings: fuzzInstrumented),
+        .target(name: "JSON", dependencies: ["CYajl", "CShims"], swiftSettings: fuzzInstrumented),
         .target(name: "JSONRPC", dependencies: [
             "EventLoop", "JSON", .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: fuzzInstrumented),
         .target(name: "HTTPEngine", dependencies: [
             "EventLoop", "CCurl", "CShims", .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: fuzzInstrumented),
         .target(name: "Service", dependencies: [
-            "EventLoop", "JSON", "JSONRPC", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
-        ], plugins: ["EmbedOpenRPC"]),
+            "EventLoop", "SecureStream", "COpenSSL", "JSON", "JSONRPC", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: fuzzInstrumented, plugins: ["EmbedOpenRPC"]),
         .executableTarget(name: "embed-file", path: "Sources/embed-file"),
         .plugin(name: "EmbedOpenRPC", capability: .buildTool(), dependencies: ["embed-file"]),
         .executableTarget(name: "xhrpcd", dependencies: [
@@ -40,8 +56,13 @@ let package = Package(
             "EventLoop", "JSON", "HTTPEngine", "CCurl", "CShims",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Benchmarks/xhrpc-bench"),
+        .executableTarget(name: "xhrpc-fuzz", dependencies: [
+            "Service", "EventLoop", "JSON", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
+            "CShims",
+        ], swiftSettings: fuzzInstrumented + [.define("XHRPC_FUZZ", .when(traits: ["Fuzz"]))]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
+        .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "JSON", "EventLoop"]),
         .testTarget(name: "HTTPEngineTests", dependencies: ["HTTPEngine", "EventLoop"]),
         .testTarget(name: "ServiceTests", dependencies: ["Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine"]),

@@ -164,9 +164,11 @@ def main():
             stdin=subprocess.DEVNULL, stdout=nginx_log, stderr=subprocess.STDOUT)
         server_log = open(os.path.join(tmp, "xhrpcd.log"), "wb")
         server = subprocess.Popen(
-            # nginx listens on loopback, which the default egress policy denies.
+            # nginx listens on loopback, which the default egress policy denies; every
+            # request in flight is one transfer of the one principal, so its limit must
+            # admit them all.
             [xhrpcd, "--listen", f"unix:{sock}", "--log-level", args.server_log_level,
-             "--allow", "127.0.0.1"],
+             "--allow", "127.0.0.1", "--limit", f"transfers={max(64, args.inflight)}"],
             stdin=subprocess.DEVNULL, stdout=server_log, stderr=subprocess.STDOUT)
 
         deadline = time.monotonic() + START_DEADLINE

@@ -1,4 +1,5 @@
 import CUV
+import Glibc
 
 /// A connected byte stream: a TCP connection or a Unix-domain pipe, accepted by a
 /// `Listener` or made by `connectTCP` / `connectPipe`.
@@ -350,6 +351,23 @@ public final class Stream: UVHandle {
         return description
     }
 
+    /// The uid of the process at the other end of a Unix-domain pipe (SO_PEERCRED, as
+    /// the kernel recorded it at connect time); nil for TCP, a closed stream, or when the
+    /// kernel does not say.
+    public var peerUID: UInt32? {
+        guard !isTCP, !isClosed else { return nil }
+        var fd = uv_os_fd_t()
+        guard uv_fileno(uvHandle, &fd) == 0 else { return nil }
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; }: Swift does not import it
+        // (it needs _GNU_SOURCE), so its layout is spelled out.
+        var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
+              length == socklen_t(MemoryLayout.size(ofValue: credentials))
+        else { return nil }
+        return credentials.uid
+    }
+
     /// Turns Nagle's algorithm off (`true`) or on. JSON-RPC replies are small and latency
     /// bound, so accepted and client-connected TCP streams start with it off. Does
     /// nothing on a pipe or a closed stream.
@@ -421,6 +439,23 @@ public final class Stream: UVHandle {
             request!.deallocate()
             me.connectFinished(status, "connect")
         }
+    }
+
+    /// Wraps a connected Unix-domain socket that already exists (one end of a
+    /// `socketpair`, say) as a pipe stream, without any listener or connect. The stream
+    /// takes the descriptor over: closing the stream closes it. On failure the
+    /// descriptor is left to the caller. The fuzzer serves one end of a socket pair
+    /// this way, so that no network is involved at all.
+    public static func openPipe(loop: Loop, fd: Int32) throws -> Stream {
+        let stream = Stream(loop: loop, tcp: false)
+        try stream.initialize()
+        let rc = uv_pipe_open(stream.raw(uv_pipe_t.self), fd)
+        if rc < 0 {
+            // The handle is open on the loop but owns no descriptor yet: close it alone.
+            stream.close()
+            throw UVError(rc, "uv_pipe_open")
+        }
+        return stream
     }
 
     /// The connect callback: hands over the stream, or closes it and reports the error

@@ -88,10 +88,16 @@ public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
         return URLTarget(scheme: scheme.lowercased(), host: host, port: port)
     }
 
+    /// One part of the URL, or nil when libcurl cannot give it. The string libcurl hands
+    /// back is freed whatever the result: libcurl 7.88 fills it in and then fails for a
+    /// host it cannot convert with `CURLU_PUNYCODE` (any non-ASCII name when the process
+    /// runs in the C locale, as xhrpcd does), and freeing it only on success leaked it
+    /// (found by the fuzzer).
     private static func part(_ u: OpaquePointer, _ which: CURLUPart, _ flags: UInt32) -> String? {
         var p: UnsafeMutablePointer<CChar>? = nil
-        guard curl_url_get(u, which, &p, flags) == CURLUE_OK, let p else { return nil }
+        let rc = curl_url_get(u, which, &p, flags)
         defer { curl_free(p) }
+        guard rc == CURLUE_OK, let p else { return nil }
         return String(cString: p)
     }
 }

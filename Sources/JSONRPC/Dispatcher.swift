@@ -11,6 +11,8 @@ public final class Dispatcher {
     /// Called for every call before its handler runs (metrics, logging, authentication
     /// checks). Throwing refuses the call with that error.
     public var gate: ((RPCCall) throws -> Void)?
+    /// Called for every error this dispatcher answers with (statistics).
+    public var onError: ((RPCPeer, RPCError) -> Void)?
 
     public init(registry: MethodRegistry) { self.registry = registry }
 
@@ -36,6 +38,7 @@ public final class Dispatcher {
 
     private func send(_ error: RPCError, id: JSONValue, to peer: RPCPeer) {
         guard peer.isOpen else { return }
+        onError?(peer, error)
         peer.send(["jsonrpc": "2.0", "error": error.json, "id": id])
     }
 
@@ -44,6 +47,7 @@ public final class Dispatcher {
         let paramError: RPCError?
         switch makeCall(value, peer: peer, sink: sink) {
         case .failure(let invalid):
+            onError?(peer, invalid.error)
             sink.deliver(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id])
             return
         case .success(let made):
@@ -57,10 +61,10 @@ public final class Dispatcher {
             case .result(let result): call.reply(result)
             case .deferred: if !call.isAnswered { call.markDeferred() }
             }
-        } catch let e as RPCError {
-            call.fail(e)
         } catch {
-            call.fail(.internalError(String(describing: error)))
+            let e = error as? RPCError ?? .internalError(String(describing: error))
+            onError?(peer, e)
+            call.fail(e)
         }
     }
 

@@ -17,12 +17,12 @@ public struct ConnectionLimits: Sendable {
     public init() {}
 }
 
-/// One client connection: NDJSON framing over a libuv stream, the decoder, the
-/// out-queue and its limits. Lenient reading (any whitespace-separated JSON values,
+/// One client connection: NDJSON framing over a byte stream (a libuv `Stream`, or TLS
+/// on one), the decoder, the out-queue and its limits. Lenient reading (any whitespace-separated JSON values,
 /// split anywhere), strict writing (one compact message per line).
 public final class RPCConnection: RPCPeer {
     public let id: UInt64
-    public let stream: Stream
+    public let stream: any ByteStream
     public var context: AnyObject?
     /// Called once, when the connection has closed (for whatever reason).
     public var onClose: ((RPCConnection) -> Void)?
@@ -46,7 +46,7 @@ public final class RPCConnection: RPCPeer {
     public private(set) var bytesOut: UInt64 = 0
 
     /// Without a coalescer, messages sent outside of reading are written at once.
-    public init(id: UInt64, stream: Stream, dispatcher: Dispatcher, limits: ConnectionLimits, logger: Logger,
+    public init(id: UInt64, stream: any ByteStream, dispatcher: Dispatcher, limits: ConnectionLimits, logger: Logger,
                 coalescer: WriteCoalescer? = nil) {
         self.id = id
         self.coalescer = coalescer
@@ -60,8 +60,12 @@ public final class RPCConnection: RPCPeer {
         self.peerDescription = stream.peerDescription
     }
 
+    /// Whether `start()` installed the stream's callbacks.
+    private var started = false
+
     /// Starts reading calls.
     public func start() throws {
+        started = true
         stream.onWriteError = { [unowned self] error in
             logger.debug("write failed: \(error)")
             close(reason: nil)
@@ -182,7 +186,15 @@ public final class RPCConnection: RPCPeer {
         guard isOpen else { return }
         stream.stopReading()
         flush()
-        if stream.pendingWriteBytes == 0 { close(reason: nil) } else { closingAfterFlush = true }
+        if stream.pendingWriteBytes == 0 { close(reason: nil); return }
+        closingAfterFlush = true
+        if !started {
+            // A connection refused before `start()` (too many connections) has nobody
+            // holding it, and over TLS its error waits for the handshake: the stream's
+            // callbacks keep it until the flush ends, and closing the stream drops them.
+            stream.onDrain = { self.drained() }
+            stream.onWriteError = { _ in self.close(reason: nil) }
+        }
     }
 
     /// Closes now, discarding what is queued. A reason is logged at notice level.

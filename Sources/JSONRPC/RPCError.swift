@@ -19,6 +19,20 @@ public struct RPCError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The `reason` word of an application error, if any.
     public var reason: String? { data?["reason"]?.stringValue }
 
+    /// One word for any error, for statistics: the application's `reason`, or the
+    /// specification's error in the same style (`invalid_params`, …).
+    public var kind: String {
+        if let reason { return reason }
+        switch code {
+        case -32700: return "parse_error"
+        case -32600: return "invalid_request"
+        case -32601: return "method_not_found"
+        case -32602: return "invalid_params"
+        case -32603: return "internal_error"
+        default: return "error_\(code)"
+        }
+    }
+
     /// The error object of a response.
     public var json: JSONValue {
         var o: JSONObject = ["code": .int(Int64(code)), "message": .string(message)]

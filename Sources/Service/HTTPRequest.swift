@@ -8,8 +8,9 @@ import JSONRPC
 /// it starts and cancels transfers, keeps the response and the unread body, and tells
 /// subscribers about every transition.
 ///
-/// Lifetime: the principal's table holds it from `create` to `release` (or until the
-/// connection that created it closes). The engine's `cancel` guarantees that no event
+/// Lifetime: the principal's table holds it from `create` to `release`, or until the
+/// connection that created it closes (unless it was detached first), or until it has
+/// gone unused for the request TTL (`RequestLifetime`). The engine's `cancel` guarantees that no event
 /// of a stopped transfer arrives afterwards, so a late completion of a transfer that
 /// `open` or `abort` replaced is never reported.
 final class HTTPRequest: TransferDelegate {
@@ -57,8 +58,19 @@ final class HTTPRequest: TransferDelegate {
     private(set) var status = 0
     private(set) var statusText = ""
     private(set) var responseHeaders: [(name: String, value: String)] = []
+    /// The unread body. Every change of its size goes through `appendBody`,
+    /// `consumeBody` or `dropBody`, which keep the principal's total in step.
     private var body = ByteQueue()
-    private var transfer: Transfer?
+    /// The transfer under way. Setting and clearing it keeps the principal's count of
+    /// transfers in flight in step, whichever path ends it.
+    private var transfer: Transfer? {
+        didSet {
+            if oldValue == nil, transfer != nil { principal.transfersInFlight += 1 }
+            if oldValue != nil, transfer == nil { principal.transfersInFlight -= 1 }
+        }
+    }
+    /// Body bytes received by the current transfer, for `--max-response-bytes`.
+    private var receivedBytes = 0
     private var pendingHead: ResponseHead?
     private var syncCall: RPCCall?
     private var onDone: (() -> Void)?
@@ -68,12 +80,20 @@ final class HTTPRequest: TransferDelegate {
     private(set) var lastReportedUpload: Int64 = 0
     var progressPending = false
 
+    /// When a call last named this request, or it last changed state, on the server's
+    /// clock: `RequestLifetime` releases it when that is `--request-ttl` ago.
+    private(set) var lastUsed: Double
+
     init(handle: String, principal: Principal, creator: ClientSession?, server: Server) {
         self.handle = handle
         self.principal = principal
         self.creator = creator
         self.server = server
+        lastUsed = server.config.clock.now()
     }
+
+    /// Restarts the idle time that expires the request.
+    func touch() { lastUsed = server.config.clock.now() }
 
     // MARK: Calls
 
@@ -117,6 +137,11 @@ final class HTTPRequest: TransferDelegate {
     /// Starts the transfer. For a synchronous request the call is answered at DONE.
     func send(body: TransferBody, timeout: Double, call: RPCCall?) throws(RPCError) -> Bool {
         guard state == .opened else { throw misuse("send", allowed: "OPENED") }
+        let limits = principal.limits
+        try principal.check("transfers", current: principal.transfersInFlight, max: limits.transfers,
+                            "Too many transfers in flight; wait for one to finish")
+        try principal.check("bufferedBytes", current: principal.bufferedBytes, max: limits.bufferedBytes,
+                            "Too many unread response bytes; read or release some requests first")
         var request = TransferRequest(method: method, url: url)
         request.headers = headers
         request.timeout = timeout
@@ -154,6 +179,7 @@ final class HTTPRequest: TransferDelegate {
             throw RPCError.internalError("cannot send: \(error)")
         }
         transfer = t
+        receivedBytes = 0
         syncCall = isAsync ? nil : call
         do {
             perform(try machine.send())
@@ -188,6 +214,7 @@ final class HTTPRequest: TransferDelegate {
         _ = abort()
         transfer = nil
         lastTransfer = nil
+        dropBody()
         if let call = syncCall {
             syncCall = nil
             call.reply(summary)
@@ -217,20 +244,19 @@ final class HTTPRequest: TransferDelegate {
                                    ["offset": .int(Int64(offset))])
             }
         }
-        body.consume(n)
-        if let t = transfer, t.isPaused, body.count < settings.maxBufferBytes { t.resume() }
+        consumeBody(n)
+        budgetFreed()
+        if body.isEmpty { server.drainMayHaveEnded() }
         return [
             "data": .string(text), "encoding": .string(encoding.rawValue), "bytes": .int(Int64(n)),
             "done": .bool(state == .done && body.isEmpty),
         ]
     }
 
-    var unreadBytes: Int { body.count }
-
     /// The whole unread body (fetch), consumed.
     func takeBody() -> [UInt8] {
         let all = Array(body.peek(body.count))
-        body.removeAll()
+        dropBody()
         return all
     }
 
@@ -263,7 +289,10 @@ final class HTTPRequest: TransferDelegate {
         for action in actions {
             switch action {
             case .notify(let s):
+                touch()
                 if s == .done { hub.flushProgress(of: self) }
+                // Reaching DONE ends a transfer; `open` discards unread bytes.
+                server.drainMayHaveEnded()
                 hub.stateChanged(self, to: s)
                 if s == .done, let done = onDone {
                     onDone = nil
@@ -280,7 +309,7 @@ final class HTTPRequest: TransferDelegate {
                 statusText = ""
                 responseHeaders = []
                 pendingHead = nil
-                body.removeAll()
+                dropBody()
                 progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
                 lastReportedUpload = 0
             case .clearRequest:
@@ -316,20 +345,64 @@ final class HTTPRequest: TransferDelegate {
     }
 
     func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
+        if let max = settings.maxResponseBytes, receivedBytes + bytes.count > max {
+            return fail(t, "The response body is larger than \(max) bytes (--max-response-bytes)")
+        }
         if failsWhenBufferFull, body.count + bytes.count > settings.maxBufferBytes {
-            // libcurl forbids removing a transfer from inside its callback: pause it
-            // now and end it on the next turn.
-            server.soon { [weak self] in
-                guard let self, transfer === t else { return }
-                perform([.cancelTransfer] + machine.failed(
-                    "The response body is larger than \(settings.maxBufferBytes) bytes; read it with the request object API"))
+            return fail(t, "The response body is larger than \(settings.maxBufferBytes) bytes; read it with the request object API")
+        }
+        if principal.budgetExhausted {
+            if failsWhenBufferFull {
+                return fail(t, "Principal '\(principal.name)' holds \(principal.limits.bufferedBytes) unread bytes, its limit; read or release some requests first")
             }
+            principal.waitForBudget(self)
             return false
         }
         if body.count >= settings.maxBufferBytes { return false }
-        body.append(bytes)
+        appendBody(bytes)
+        receivedBytes += bytes.count
+        principal.usage.httpBytesReceived += UInt64(bytes.count)
         perform(machine.bodyReceived())
         return true
+    }
+
+    /// Ends the transfer as failed with `text` (status 0). libcurl forbids removing a
+    /// transfer from inside its callback: the transfer is paused now (the `false`
+    /// returned) and ended on the next turn.
+    private func fail(_ t: Transfer, _ text: String) -> Bool {
+        server.soon { [weak self] in
+            guard let self, transfer === t else { return }
+            perform([.cancelTransfer] + machine.failed(text))
+        }
+        return false
+    }
+
+    /// Resumes a paused transfer once both this request's buffer and its principal's
+    /// total have room again.
+    func budgetFreed() {
+        guard let t = transfer, t.isPaused, body.count < settings.maxBufferBytes else { return }
+        if principal.budgetExhausted {
+            principal.waitForBudget(self)
+        } else {
+            t.resume()
+        }
+    }
+
+    private func appendBody(_ bytes: UnsafeRawBufferPointer) {
+        body.append(bytes)
+        principal.buffered(bytes.count)
+    }
+
+    private func consumeBody(_ n: Int) {
+        let before = body.count
+        body.consume(n)
+        principal.buffered(body.count - before)
+    }
+
+    private func dropBody() {
+        let n = body.count
+        body.removeAll()
+        if n > 0 { principal.buffered(-n) }
     }
 
     func transfer(_ t: Transfer, progressed p: TransferProgress) {
@@ -349,6 +422,7 @@ final class HTTPRequest: TransferDelegate {
 
     /// A transfer stopped for good; if it used the jar, it may have stored cookies.
     private func transferEnded(_ t: Transfer) {
+        principal.usage.httpBytesSent += UInt64(max(0, progress.uploaded))
         if t.request.cookieJar != nil { server.cookies.jarMayHaveChanged(principal) }
     }
 
@@ -370,4 +444,6 @@ enum BodyEncoding: String {
 struct RequestSettings {
     var maxBufferBytes: Int
     var maxRedirects: Int
+    /// Body bytes one response may have; nil: no limit.
+    var maxResponseBytes: Int?
 }

@@ -3,9 +3,12 @@ import JSONRPC
 
 /// Who is calling. Everything a client creates belongs to its principal, and a
 /// principal sees only its own: another principal's handle reads as `unknown_handle`.
-/// Until tokens exist (a later capability) every connection is the one local principal.
+/// The principals are the config file's, plus "local", the Unix socket owner's, when no
+/// configured principal claims the owner's uid.
 final class Principal {
     let name: String
+    let isAdmin: Bool
+    let limits: PrincipalLimits
     private(set) var requests: [String: HTTPRequest] = [:]
     /// Subscriptions made by this principal's connections, by id.
     var subscriptions: [String: Subscription] = [:]
@@ -19,9 +22,23 @@ final class Principal {
     /// loads and saves its persistent part.
     let cookieJar: CookieJar
 
+    /// Connections acting for this principal now.
+    var connections = 0
+    /// Transfers started and not yet ended (`HTTPRequest` keeps it in step).
+    var transfersInFlight = 0
+    /// Unread response bytes across its requests (`HTTPRequest` keeps it in step).
+    private(set) var bufferedBytes = 0
+    /// Requests whose transfer paused because `bufferedBytes` reached the limit; resumed
+    /// when reads bring it below.
+    private var waitingForBudget: [ObjectIdentifier: HTTPRequest] = [:]
+    /// What `server.stats` reports beyond the live figures.
+    var usage = Usage()
+
     /// Throws when libcurl cannot make the cookie jar (out of memory).
-    init(name: String) throws {
+    init(name: String, isAdmin: Bool = false, limits: PrincipalLimits = PrincipalLimits()) throws {
         self.name = name
+        self.isAdmin = isAdmin
+        self.limits = limits
         cookieJar = try CookieJar()
     }
 
@@ -34,7 +51,53 @@ final class Principal {
 
     func add(_ r: HTTPRequest) { requests[r.handle] = r }
 
-    func remove(_ handle: String) { requests[handle] = nil }
+    func remove(_ handle: String) {
+        if let r = requests.removeValue(forKey: handle) { waitingForBudget[ObjectIdentifier(r)] = nil }
+    }
+
+    // MARK: Limits
+
+    /// Refuses with `limit_exceeded` when `current` has reached the principal's `limit`
+    /// (named as in the config file, so the client and the operator speak of the same thing).
+    func check(_ limit: String, current: Int, max: Int, _ what: String) throws(RPCError) {
+        guard current >= max else { return }
+        throw .app(.limitExceeded, "\(what): principal '\(name)' is at its limit of \(max)",
+                   ["limit": .string(limit), "max": .int(Int64(max))])
+    }
+
+    /// Refuses one more connection past the principal's limit (at accept for a Unix
+    /// peer known by its uid, at `auth` otherwise).
+    func checkRoomForConnection() throws(RPCError) {
+        try check("connections", current: connections, max: limits.connections, "Too many connections")
+    }
+
+    var budgetExhausted: Bool { bufferedBytes >= limits.bufferedBytes }
+
+    /// Records bytes added to (positive) or taken from (negative) a request's buffer; when
+    /// the total falls below the limit, the requests that paused for it resume.
+    func buffered(_ delta: Int) {
+        bufferedBytes += delta
+        guard delta < 0, !waitingForBudget.isEmpty, !budgetExhausted else { return }
+        let waiting = waitingForBudget.values
+        waitingForBudget = [:]
+        for r in waiting { r.budgetFreed() }
+    }
+
+    /// `r` paused its transfer because the principal's buffers are full.
+    func waitForBudget(_ r: HTTPRequest) { waitingForBudget[ObjectIdentifier(r)] = r }
+
+    /// Counters kept for `server.stats`.
+    struct Usage {
+        /// JSON-RPC bytes of connections that have closed (open ones add their own).
+        var bytesIn: UInt64 = 0
+        var bytesOut: UInt64 = 0
+        /// Response body bytes received from upstreams, and request body bytes sent.
+        var httpBytesReceived: UInt64 = 0
+        var httpBytesSent: UInt64 = 0
+        var connectionsAccepted: UInt64 = 0
+        /// Error responses by reason word (or by the specification's error name).
+        var errors: [String: UInt64] = [:]
+    }
 }
 
 /// The service's state for one connection: its principal, the requests it created
@@ -48,9 +111,19 @@ final class ClientSession {
     /// until they are answered, or until the connection closes.
     var fetches: [ObjectIdentifier: HTTPRequest] = [:]
 
+    /// Counts the connection as one of the principal's; `end` uncounts it.
     init(connection: RPCConnection, principal: Principal) {
         self.connection = connection
         self.principal = principal
+        principal.connections += 1
+        principal.usage.connectionsAccepted += 1
+    }
+
+    /// The connection closed: the principal keeps what it sent and received.
+    func end() {
+        principal.connections -= 1
+        principal.usage.bytesIn += connection.bytesIn
+        principal.usage.bytesOut += connection.bytesOut
     }
 }
 

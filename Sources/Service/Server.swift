@@ -4,6 +4,7 @@ import HTTPEngine
 import JSON
 import JSONRPC
 import Logging
+import SecureStream
 
 /// The xhrpc service on one loop: listeners, connections, the method table, the
 /// principals with their requests, and the transfer engine.
@@ -20,17 +21,38 @@ public final class Server {
     let hub: NotificationHub
     let coalescer: WriteCoalescer
     let requestSettings: RequestSettings
-    /// Until principals and tokens exist, every connection acts for this one.
-    let localPrincipal: Principal
+    /// Every principal, by name: the configured ones and, unless one of them has the
+    /// server's uid, "local", the Unix socket owner's.
+    let principals: [String: Principal]
+    /// Who a Unix-socket peer with the server's own uid acts for.
+    let ownerPrincipal: Principal
+    /// Principals that Unix-socket peers map to by their uid.
+    let principalsByUID: [UInt32: Principal]
+    /// Token digests and their principals, compared in constant time by `auth`.
+    let tokens: [(digest: [UInt8], principal: Principal)]
+    /// Failed `auth` attempts since start, and what connections that never authenticated
+    /// sent and received, for an admin's `server.stats`.
+    var authFailures: UInt64 = 0
+    var anonymousUsage = Principal.Usage()
     /// Loads and saves the principals' persistent cookies (`--state-dir`).
     let cookies: CookiePersistence
+    /// Expires unused requests and keeps detached ones (`detach`, `attach`). Lazy only
+    /// because it refers back to the server; its timer is made in `init`.
+    private(set) lazy var lifetime = RequestLifetime(server: self, timer: sweepTimer, config: config)
+    private let sweepTimer: EventLoop.Timer
     let startedAt = Date()
 
     private var listeners: [(address: ListenAddress, listener: Listener)] = []
-    private var connections: [UInt64: RPCConnection] = [:]
+    private(set) var connections: [UInt64: RPCConnection] = [:]
     private var nextConnectionID: UInt64 = 1
-    private var shuttingDown = false
     public private(set) var totalConnections: UInt64 = 0
+
+    /// Where a stop stands. Serving → draining (listeners closed, transfers finish,
+    /// clients read) → closing (what is left aborted, connections closed) → done.
+    enum Phase {
+        case serving, draining, closing
+    }
+    private(set) var phase = Phase.serving
 
     public init(config: ServerConfig, loop: Loop, logger: Logger) throws {
         self.config = config
@@ -40,21 +62,31 @@ public final class Server {
         engine = try TransferEngine(loop: loop, options: config.engine)
         hub = try NotificationHub(loop: loop)
         coalescer = try WriteCoalescer(loop: loop)
-        requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects)
-        localPrincipal = try Principal(name: "local")
+        requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects,
+                                          maxResponseBytes: config.maxResponseBytes)
+        let table = try PrincipalTable(config)
+        principals = table.byName
+        ownerPrincipal = table.owner
+        principalsByUID = table.byUID
+        tokens = table.tokens
         cookies = try CookiePersistence(stateDirectory: config.stateDir, loop: loop, logger: logger)
-        cookies.attach(localPrincipal)
+        for p in principals.values.sorted(by: { $0.name < $1.name }) { cookies.attach(p) }
+        sweepTimer = try EventLoop.Timer(loop: loop)
+        dispatcher.gate = { [unowned self] call in try admit(call) }
+        dispatcher.onError = { [unowned self] peer, error in count(error, from: peer) }
         registerMethods()
     }
 
     /// Every method the server offers, declared once (api/openrpc.json lists the same).
     private func registerMethods() {
         registerServerMethods()
+        registerAuthMethods()
         registerRequestMethods()
         registerTLSMethods()
         registerProxyMethods()
         registerSubscriptionMethods()
         registerFetch()
+        registerDetachMethods()
     }
 
     /// The declared methods and their parameter names, for the contract test.
@@ -69,29 +101,52 @@ public final class Server {
     @discardableResult
     public func start() throws -> [ListenAddress] {
         var bound: [ListenAddress] = []
+        // Before any listener opens, so a refused address or a bad certificate leaves
+        // nothing behind and no client ever reaches a server that is about to exit.
+        for address in config.listen { try checkTCPAllowed(address) }
+        let tls = try makeTLSContext()
         for address in config.listen {
             let listener: Listener
             let actual: ListenAddress
+            var context: TLSContext?
             switch address {
             case .unix(let path):
                 listener = try UnixSocketFile.listen(loop: loop, path: path, mode: config.unixSocketMode)
                 actual = address
-            case .tcp(let host, let port):
-                guard ListenAddress.isLoopback(host) else {
-                    throw StartupError(description: "refusing to listen on \(address): TCP on a non-loopback address needs principals with tokens, which this version does not have yet; listen on 127.0.0.1 or ::1, or on a Unix socket")
-                }
+            case .tcp(let host, let port), .tls(let host, let port):
                 listener = try Listener.tcp(loop: loop, host: host, port: port)
-                actual = .tcp(host: host, port: listener.boundPort ?? port)
+                let boundPort = listener.boundPort ?? port
+                if case .tls = address {
+                    context = tls
+                    actual = .tls(host: host, port: boundPort)
+                } else {
+                    actual = .tcp(host: host, port: boundPort)
+                }
             }
-            try listener.listen { [unowned self] result in accepted(result) }
+            try listener.listen { [unowned self] result in accepted(result, tls: context) }
             listeners.append((address, listener))
             bound.append(actual)
             logger.info("listening on \(actual)")
         }
+        lifetime.start()
         return bound
     }
 
-    private func accepted(_ result: Result<EventLoop.Stream, UVError>) {
+    /// The TLS settings of the `tls:` listeners, loaded once; nil when there is none.
+    /// Every failure is a start-up error that names the flag or the file at fault.
+    private func makeTLSContext() throws -> TLSContext? {
+        guard let first = config.listen.first(where: { if case .tls = $0 { true } else { false } }) else { return nil }
+        guard let certificate = config.tlsCertificateFile, let key = config.tlsKeyFile else {
+            throw StartupError(description: "refusing to listen on \(first): TLS needs a certificate and its key (--tls-cert FILE and --tls-key FILE, or the config keys \"tlsCert\" and \"tlsKey\")")
+        }
+        do {
+            return try TLSContext(certificateFile: certificate, keyFile: key)
+        } catch {
+            throw StartupError(description: "cannot listen on \(first): \(error.description)")
+        }
+    }
+
+    private func accepted(_ result: Result<EventLoop.Stream, UVError>, tls: TLSContext?) {
         let stream: EventLoop.Stream
         switch result {
         case .failure(let e):
@@ -100,20 +155,41 @@ public final class Server {
         case .success(let s):
             stream = s
         }
-        guard !shuttingDown else { stream.close(); return }
+        guard let tls else { return adopt(stream) }
+        // The handshake runs inside the TLS stream; the connection sees plaintext.
+        do {
+            adopt(try TLSStream(wrapping: stream, context: tls, handshakeTimeout: config.tlsHandshakeTimeout))
+        } catch {
+            logger.warning("cannot start TLS with \(stream.peerDescription): \(error)")
+            stream.close()
+        }
+    }
+
+    /// Serves a connected stream as a client connection, as if a listener had accepted
+    /// it: the listeners use it (with a TLS stream for a tls: listener), and so does the
+    /// fuzzer, which feeds one end of a socket pair with no network at all.
+    public func adopt(_ stream: any ByteStream) {
+        guard phase == .serving else { stream.close(); return }
         let id = nextConnectionID
         nextConnectionID += 1
         let conn = RPCConnection(id: id, stream: stream, dispatcher: dispatcher, limits: config.connection, logger: logger,
                                  coalescer: coalescer)
         if connections.count >= config.maxConnections {
-            let err = RPCError.app(.limitExceeded, "Too many connections (limit \(config.maxConnections)); try again later",
-                                   ["limit": .int(Int64(config.maxConnections))])
-            conn.send(["jsonrpc": "2.0", "error": err.json, "id": .null])
-            logger.warning("refusing connection from \(conn.peerDescription): \(config.maxConnections) connections open")
-            conn.closeAfterFlush()
+            refuse(conn, .app(.limitExceeded, "Too many connections (limit \(config.maxConnections)); try again later",
+                              ["limit": "maxConnections", "max": .int(Int64(config.maxConnections))]))
             return
         }
-        conn.context = ClientSession(connection: conn, principal: localPrincipal)
+        if let p = identify(stream) {
+            do {
+                try p.checkRoomForConnection()
+            } catch {
+                refuse(conn, error)
+                return
+            }
+            conn.context = ClientSession(connection: conn, principal: p)
+        } else {
+            awaitAuthentication(conn)
+        }
         conn.onClose = { [unowned self] c in connectionClosed(c) }
         connections[id] = conn
         totalConnections += 1
@@ -126,11 +202,25 @@ public final class Server {
         }
     }
 
+    /// Answers a connection that cannot be served with `error` and closes it.
+    private func refuse(_ conn: RPCConnection, _ error: RPCError) {
+        conn.send(["jsonrpc": "2.0", "error": error.json, "id": .null])
+        logger.warning("refusing connection from \(conn.peerDescription): \(error.message)")
+        conn.closeAfterFlush()
+    }
+
     /// A connection ended: its requests are aborted and released, its subscriptions end.
     private func connectionClosed(_ c: RPCConnection) {
         connections[c.id] = nil
-        guard let session = c.context as? ClientSession else { return }
+        let context = c.context
         c.context = nil
+        if let pending = context as? PendingAuthentication {
+            pending.stopTimers()
+            anonymousUsage.bytesIn += c.bytesIn
+            anonymousUsage.bytesOut += c.bytesOut
+        }
+        guard let session = context as? ClientSession else { return }
+        session.end()
         for id in session.subscriptionIDs { session.principal.subscriptions[id] = nil }
         for handle in session.createdRequests {
             if let r = session.principal.requests[handle] { release(r) }
@@ -139,7 +229,11 @@ public final class Server {
         session.fetches = [:]
         for r in fetches { r.release() }
         logger.debug("connection \(c.id) closed")
-        if shuttingDown, connections.isEmpty { finishShutdown() }
+        switch phase {
+        case .serving: break
+        case .draining: drainMayHaveEnded()
+        case .closing: if connections.isEmpty { finishShutdown() }
+        }
     }
 
     func release(_ r: HTTPRequest) {
@@ -147,6 +241,13 @@ public final class Server {
         hub.forget(r)
         r.principal.remove(r.handle)
         r.creator?.createdRequests.remove(r.handle)
+        drainMayHaveEnded()
+    }
+
+    /// Refuses to start a transfer once a stop has begun: the drain waits for the
+    /// transfers in flight, and new ones would keep it going.
+    func checkAcceptingTransfers() throws(RPCError) {
+        guard phase == .serving else { throw .app(.invalidState, "the server is shutting down") }
     }
 
     /// Runs `body` on the next turn of the loop, outside whatever callback we are in.
@@ -161,34 +262,120 @@ public final class Server {
     // MARK: Shutting down
 
     private var shutdownDone: (() -> Void)?
+    private var drainDeadline: EventLoop.Timer?
+    private var drainCheckScheduled = false
+    private var closeDeadline: EventLoop.Timer?
 
-    /// Stops accepting, lets queued replies go out, closes every connection, removes the
-    /// socket files, stops the engine; `done` runs when no handle is left open.
+    /// Stops the server gracefully; `done` runs when no handle of the server is left.
+    ///
+    /// At once: the listeners close (Unix socket files are removed) and every client
+    /// hears `onShutdown {drainSeconds}`. Then the drain: connections keep being served
+    /// and transfers in flight go on, but no new one starts (sends and `fetch` are
+    /// refused). The drain ends when no transfer is in flight and no request holds
+    /// unread bytes, when every client has gone, or after `--drain-seconds`, whichever
+    /// comes first. Then what is left is aborted (its subscribers hear DONE), queued
+    /// replies go out, connections close, the cookies are saved and the engine stops.
+    ///
+    /// Calling it again during the drain ends the drain at once (an operator's second
+    /// SIGTERM); that call's `done` is not used, the first one's still runs.
     public func shutdown(_ done: @escaping () -> Void) {
-        guard !shuttingDown else { return }
-        shuttingDown = true
+        switch phase {
+        case .serving: break
+        case .draining:
+            logger.info("stopping now: the drain is cut short")
+            endDrain()
+            return
+        case .closing: return
+        }
+        phase = .draining
         shutdownDone = done
         for (address, listener) in listeners {
             listener.close()
             if case .unix(let path) = address { unlink(path) }
         }
         listeners = []
+        let drain = config.drainSeconds
+        for c in connections.values where c.context is ClientSession {
+            c.notify("onShutdown", ["drainSeconds": drain.secondsJSON])
+        }
+        // Without its deadline a drain could last for ever: rather none at all.
+        guard let timer = try? EventLoop.Timer(loop: loop) else {
+            logger.error("no timer for the drain's deadline: stopping without a drain")
+            endDrain()
+            return
+        }
+        timer.start(timeout: UInt64(drain * 1000)) { [unowned self] in
+            logger.info("the drain reached its \(drain) s limit")
+            endDrain()
+        }
+        drainDeadline = timer
+        logger.info("draining: \(connections.count) connections, \(transfersInFlight) transfers in flight, up to \(drain) s")
+        if drainIsComplete { endDrain() }
+    }
+
+    /// Something that may end the drain happened (a request reached DONE or was read to
+    /// the end or released, a connection closed). The check runs on the next turn of
+    /// the loop: the event may come from inside a libcurl callback, where the transfers
+    /// that are left must not be aborted, and several events in one turn cost one check.
+    func drainMayHaveEnded() {
+        guard phase == .draining, !drainCheckScheduled else { return }
+        drainCheckScheduled = true
+        soon { [unowned self] in
+            drainCheckScheduled = false
+            if phase == .draining, drainIsComplete { endDrain() }
+        }
+    }
+
+    /// Transfers under way (requests in SENT, HEADERS_RECEIVED or LOADING, and `fetch`
+    /// calls not yet answered), from the principals' counts.
+    private var transfersInFlight: Int { principals.values.reduce(0) { $0 + $1.transfersInFlight } }
+
+    /// Nothing is left for the drain to wait for: every client has gone, or no transfer
+    /// is in flight and every request's body has been read (the principals' counts of
+    /// transfers and unread bytes cover `fetch` calls too).
+    private var drainIsComplete: Bool {
+        connections.isEmpty || principals.values.allSatisfy { $0.transfersInFlight == 0 && $0.bufferedBytes == 0 }
+    }
+
+    /// Aborts what the drain left (while the connections are still open, so that the
+    /// subscribers hear DONE and `fetch` callers get their answer), then closes the
+    /// connections once their replies are out.
+    private func endDrain() {
+        guard phase == .draining else { return }
+        phase = .closing
+        drainDeadline?.close()
+        drainDeadline = nil
+        var aborted = 0
+        for p in principals.values {
+            for r in p.requests.values where r.abort() { aborted += 1 }
+        }
+        for c in connections.values {
+            guard let s = c.context as? ClientSession else { continue }
+            for r in s.fetches.values where r.abort() { aborted += 1 }
+        }
+        logger.info("drain over: \(aborted) transfers aborted, closing \(connections.count) connections")
         if connections.isEmpty { finishShutdown(); return }
         for c in connections.values { c.closeAfterFlush() }
+        // Those with nothing queued closed at once, and the last close finished the
+        // shutdown: no deadline to wait for then.
+        guard !connections.isEmpty else { return }
         // A client that never reads would hold the flush forever: give it a second.
         let deadline = try? EventLoop.Timer(loop: loop)
         deadline?.start(timeout: 1000) { [unowned self] in
             deadline?.close()
+            closeDeadline = nil
             for c in connections.values { c.close(reason: "shutting down") }
         }
-        pendingDeadline = deadline
+        closeDeadline = deadline
     }
-    private var pendingDeadline: EventLoop.Timer?
 
     private func finishShutdown() {
-        pendingDeadline?.close()
-        pendingDeadline = nil
-        for r in localPrincipal.requests.values { release(r) }
+        closeDeadline?.close()
+        closeDeadline = nil
+        lifetime.close()
+        for p in principals.values {
+            for r in p.requests.values { release(r) }
+        }
         // After the releases: their transfers have ended, so the jars hold all there is.
         cookies.close()
         hub.close()

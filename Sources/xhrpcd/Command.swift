@@ -12,16 +12,27 @@ struct XHRPCD: ParsableCommand {
         commandName: "xhrpcd",
         abstract: "Performs HTTP(S) requests for programs in any language, over JSON-RPC 2.0.",
         discussion: """
-            Clients connect over a Unix or TCP socket and speak JSON-RPC 2.0, one JSON value \
+            Clients connect over a Unix, TCP or TLS socket and speak JSON-RPC 2.0, one JSON value \
             per line. `rpc.discover` returns the OpenRPC description of every method. \
-            SIGINT or SIGTERM stops the server cleanly.
+            SIGINT or SIGTERM stops the server gracefully: it stops accepting, lets the \
+            transfers in flight finish and be read for up to --drain-seconds, then exits 0; \
+            a second signal ends the drain at once.
             """,
         version: Server.version)
 
     @Option(name: .long, help: ArgumentHelp(
-        "Where to listen: unix:PATH or tcp:HOST:PORT (repeatable; config key \"listen\", an array). Default: unix:$XDG_RUNTIME_DIR/xhrpc.sock, else unix:/tmp/xhrpc-<uid>.sock. TCP is refused on non-loopback addresses until tokens exist.",
+        "Where to listen: unix:PATH, tcp:HOST:PORT, or tls:HOST:PORT for TCP with TLS (needs --tls-cert and --tls-key) (repeatable; config key \"listen\", an array). Default: unix:$XDG_RUNTIME_DIR/xhrpc.sock, else unix:/tmp/xhrpc-<uid>.sock. TCP and TLS need principals with tokens in the config file (clients then call auth first), or, on loopback only, --insecure-tcp.",
         valueName: "address"))
     var listen: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("The certificate chain (PEM, leaf first) that tls: listeners present to clients (config key \"tlsCert\").", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(name: .long, help: ArgumentHelp("The private key (PEM, unencrypted) of --tls-cert (config key \"tlsKey\").", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(name: .long, help: ArgumentHelp("Milliseconds a client of a tls: listener has to finish its TLS handshake before it is closed (config key \"tlsHandshakeTimeout\"; default 10000).", valueName: "ms"))
+    var tlsHandshakeTimeout: Int?
 
     @Option(name: .long, help: ArgumentHelp("A JSON file with any of the settings below, by their config keys.", valueName: "file"))
     var config: String?
@@ -72,6 +83,29 @@ struct XHRPCD: ParsableCommand {
         valueName: "pattern"))
     var deny: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp(
+        "A limit per principal, NAME=N (repeatable; config key \"limits\", an object): requests (held; default 1000), transfers (in flight; default 64; more sends are refused), bufferedBytes (unread across its requests; default 268435456), connections (default 128). A principal's own \"limits\" in the config file win.",
+        valueName: "name=n"))
+    var limit: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Body bytes one response may have; a larger one ends in DONE with status 0 (config key \"maxResponseBytes\"; default: no limit).", valueName: "n"))
+    var maxResponseBytes: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Seconds a TCP client has to call auth before its connection is closed (config key \"authTimeout\"; default 10).", valueName: "seconds"))
+    var authTimeout: Double?
+
+    @Flag(name: .long, help: ArgumentHelp("Let a TCP listener on loopback run without principals, every TCP client acting as the socket owner (config key \"insecureTCP\"). For a single-user development machine only."))
+    var insecureTcp = false
+
+    @Option(name: .customLong("request-ttl"), help: ArgumentHelp("Seconds a request that is not in flight (UNSENT, OPENED or DONE) may go unused (no call naming it) before the server releases it; fractions allowed (config key \"requestTTL\"; default 300).", valueName: "seconds"))
+    var requestTTL: Double?
+
+    @Option(name: .customLong("detach-ttl"), help: ArgumentHelp("Seconds a detach token stays valid; detached requests not attached by then are released (config key \"detachTTL\"; default 60).", valueName: "seconds"))
+    var detachTTL: Double?
+
+    @Option(name: .customLong("drain-seconds"), help: ArgumentHelp("On SIGTERM or SIGINT, the longest wait for transfers in flight to finish and be read before they are aborted; 0 aborts at once (config key \"drainSeconds\"; default 10).", valueName: "seconds"))
+    var drainSeconds: Double?
+
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
 
@@ -92,6 +126,20 @@ struct XHRPCD: ParsableCommand {
         settings.maxBufferBytes = try positive(maxBufferBytes ?? file.int("maxBufferBytes"), "max-buffer-bytes") ?? settings.maxBufferBytes
         settings.connection.maxOutboundBytes = max(settings.connection.maxOutboundBytes, settings.maxBufferBytes * 3)
         settings.maxRedirects = try positive(maxRedirects ?? file.int("maxRedirects"), "max-redirects", allowZero: true) ?? settings.maxRedirects
+        settings.maxResponseBytes = try positive(maxResponseBytes ?? file.int("maxResponseBytes"), "max-response-bytes")
+        settings.insecureTCP = try insecureTcp || file.bool("insecureTCP")
+        if let t = authTimeout ?? file.double("authTimeout") {
+            guard t > 0, t <= 3600 else { throw ValidationError("--auth-timeout must be from 0 to 3600 seconds") }
+            settings.authTimeout = t
+        }
+        settings.limits = try Self.limits(file.object("limits"), base: settings.limits, what: "the config key \"limits\"")
+        for item in limit {
+            let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let n = Int(parts[1]), n > 0, settings.limits.set(parts[0], n) else {
+                throw ValidationError("--limit \(item): expected NAME=N with NAME one of \(PrincipalLimits.keys.joined(separator: ", ")) and N a positive number")
+            }
+        }
+        settings.principals = try file.principals(defaults: settings.limits)
         settings.uploadRoot = uploadRoot ?? file.string("uploadRoot")
         settings.certRoot = certRoot ?? file.string("certRoot")
         if let caFile = caFile ?? file.string("caFile") {
@@ -111,6 +159,14 @@ struct XHRPCD: ParsableCommand {
                 throw ValidationError("--egress-proxy: \(error.description)")
             }
         }
+        settings.tlsCertificateFile = tlsCert ?? file.string("tlsCert")
+        settings.tlsKeyFile = tlsKey ?? file.string("tlsKey")
+        if (settings.tlsCertificateFile == nil) != (settings.tlsKeyFile == nil) {
+            throw ValidationError("--tls-cert and --tls-key go together: give both or neither")
+        }
+        if let timeout = try positive(tlsHandshakeTimeout ?? file.int("tlsHandshakeTimeout"), "tls-handshake-timeout") {
+            settings.tlsHandshakeTimeout = UInt64(timeout)
+        }
         settings.stateDir = stateDir ?? file.string("stateDir")
         if settings.stateDir?.isEmpty == true { throw ValidationError("--state-dir needs a directory") }
         let allowPatterns = allow.isEmpty ? try file.strings("allow") : allow
@@ -126,6 +182,10 @@ struct XHRPCD: ParsableCommand {
             }
             settings.unixSocketMode = bits
         }
+        settings.requestTTL = try seconds(requestTTL ?? file.double("requestTTL"), "request-ttl") ?? settings.requestTTL
+        settings.detachTTL = try seconds(detachTTL ?? file.double("detachTTL"), "detach-ttl") ?? settings.detachTTL
+        settings.drainSeconds = try seconds(drainSeconds ?? file.double("drainSeconds"), "drain-seconds", allowZero: true)
+            ?? settings.drainSeconds
         let level = logLevel ?? file.string("logLevel") ?? "info"
         guard let parsedLevel = Logger.Level(rawValue: level) else {
             throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -137,9 +197,30 @@ struct XHRPCD: ParsableCommand {
         try Daemon.run(settings, level: parsedLevel, format: logFormat)
     }
 
+    /// Reads a limits object (`{"requests": 10, ...}`) over `base`.
+    static func limits(_ object: JSONObject?, base: PrincipalLimits, what: String) throws -> PrincipalLimits {
+        var limits = base
+        for m in object?.members ?? [] {
+            guard let n = m.value.int64Value, n > 0, limits.set(m.key, Int(n)) else {
+                throw ValidationError("\(what): '\(m.key)' must be one of \(PrincipalLimits.keys.joined(separator: ", ")) with a positive number")
+            }
+        }
+        return limits
+    }
+
     private func positive(_ v: Int?, _ name: String, allowZero: Bool = false) throws -> Int? {
         guard let v else { return nil }
         guard v > 0 || (allowZero && v == 0) else { throw ValidationError("--\(name) must be a positive number") }
+        return v
+    }
+
+    /// A duration in seconds: finite, positive (or zero where allowed), and under a
+    /// year, so that it fits the loop's millisecond timers with room to spare.
+    private func seconds(_ v: Double?, _ name: String, allowZero: Bool = false) throws -> Double? {
+        guard let v else { return nil }
+        guard v.isFinite, v > 0 || (allowZero && v == 0), v <= 365 * 86400 else {
+            throw ValidationError("--\(name) must be a \(allowZero ? "non-negative" : "positive") number of seconds, at most a year")
+        }
         return v
     }
 }
@@ -158,7 +239,9 @@ struct ConfigFile {
             }
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
                               "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
-                              "stateDir", "allow", "deny"]
+                              "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "authTimeout",
+                              "requestTTL", "detachTTL", "drainSeconds",
+                              "tlsCert", "tlsKey", "tlsHandshakeTimeout"]
             for key in o.keys where !known.contains(key) {
                 throw ValidationError("the config file \(path) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
             }
@@ -169,7 +252,61 @@ struct ConfigFile {
     }
 
     func string(_ key: String) -> String? { values[key]?.stringValue }
+
+    func bool(_ key: String) throws -> Bool {
+        guard let value = values[key] else { return false }
+        guard case .bool(let b) = value else { throw ValidationError("the config key '\(key)' must be true or false") }
+        return b
+    }
+
+    func object(_ key: String) throws -> JSONObject? {
+        guard let value = values[key] else { return nil }
+        guard case .object(let o) = value else { throw ValidationError("the config key '\(key)' must be an object") }
+        return o
+    }
+
+    /// The "principals" array: `{"name", "tokenSha256"?, "uid"?, "admin"?, "limits"?}`
+    /// each. A token is given only as the hex SHA-256 of its bytes, so the file holds
+    /// nothing that opens the server.
+    func principals(defaults: PrincipalLimits) throws -> [PrincipalConfig] {
+        guard let value = values["principals"] else { return [] }
+        guard let items = value.arrayValue else { throw ValidationError("the config key 'principals' must be an array of objects") }
+        return try items.enumerated().map { index, item in
+            let what = "principals[\(index)]"
+            guard case .object(let o) = item else { throw ValidationError("\(what) must be an object") }
+            let known: Set = ["name", "tokenSha256", "uid", "admin", "limits"]
+            for key in o.keys where !known.contains(key) {
+                throw ValidationError("\(what) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
+            }
+            guard let name = o["name"]?.stringValue else { throw ValidationError("\(what) needs a \"name\"") }
+            var hash: [UInt8]?
+            if let text = o["tokenSha256"] {
+                guard let h = text.stringValue.flatMap(TokenDigest.parseHex) else {
+                    throw ValidationError("\(what) (\(name)): \"tokenSha256\" must be 64 hex digits, the SHA-256 of the token (printf %s TOKEN | sha256sum)")
+                }
+                hash = h
+            }
+            var uid: UInt32?
+            if let v = o["uid"] {
+                guard let n = v.int64Value, let u = UInt32(exactly: n) else { throw ValidationError("\(what) (\(name)): \"uid\" must be a uid") }
+                uid = u
+            }
+            var admin = false
+            if let v = o["admin"] {
+                guard case .bool(let b) = v else { throw ValidationError("\(what) (\(name)): \"admin\" must be true or false") }
+                admin = b
+            }
+            var limitsObject: JSONObject?
+            if let v = o["limits"] {
+                guard case .object(let l) = v else { throw ValidationError("\(what) (\(name)): \"limits\" must be an object") }
+                limitsObject = l
+            }
+            let limits = try XHRPCD.limits(limitsObject, base: defaults, what: "\(what) (\(name)) limits")
+            return PrincipalConfig(name: name, tokenHash: hash, uid: uid, isAdmin: admin, limits: limits)
+        }
+    }
     func int(_ key: String) -> Int? { values[key]?.int64Value.map(Int.init) }
+    func double(_ key: String) -> Double? { values[key]?.doubleValue }
     /// A list of strings (`listen`, `allow`, `deny`); absent is empty. An element of
     /// another type is an error, not skipped: a listener or a policy rule silently
     /// dropped is worse than a server that does not start.

@@ -6,8 +6,9 @@ import HTTPEngine
 import Logging
 import Service
 
-/// Starts the server on a loop, stops it on SIGINT/SIGTERM, and returns once every
-/// handle is closed, so the process exits 0 after a clean stop.
+/// Starts the server on a loop, stops it on SIGINT/SIGTERM (the first signal drains,
+/// a second one ends the drain at once), and returns once every handle is closed, so
+/// the process exits 0 after a clean stop.
 enum Daemon {
     static func run(_ config: ServerConfig, level: Logger.Level, format: StderrLogHandler.Format) throws {
         LoggingSystem.bootstrap { label in
@@ -41,11 +42,21 @@ enum Daemon {
             loop.run()
             throw ExitCode(1)
         }
+        // The watchers stay open during the drain, for the second signal, and close
+        // when the server is done, so that the loop can end.
         var watchers: [SignalWatcher] = []
+        var signalled = false
         let stop = {
-            logger.info("stopping")
-            for w in watchers { w.close() }
-            server.shutdown { logger.info("stopped") }
+            if signalled {
+                server.shutdown {}
+                return
+            }
+            signalled = true
+            logger.info("stopping (a second SIGTERM or SIGINT stops at once)")
+            server.shutdown {
+                for w in watchers { w.close() }
+                logger.info("stopped")
+            }
         }
         watchers = try [SIGINT, SIGTERM].map { try SignalWatcher(loop: loop, signal: $0, stop) }
         logger.info("\(Server.name) \(Server.version) ready")

@@ -66,9 +66,14 @@ final class Upstream {
     /// `host:port`, an IPv6 host in brackets.
     var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+    /// Closing stdin asks the fixture to stop; SIGTERM, then SIGKILL, follow if it has
+    /// not within two seconds each, so a stuck fixture cannot hang the test run.
     func stop() {
         try? stdinPipe.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
+        for signal in [SIGTERM, SIGKILL] {
+            for _ in 0..<100 where process.isRunning { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, signal) }
+        }
         process.waitUntilExit()
     }
 }

@@ -37,6 +37,11 @@ import JSONRPC
     #expect(try ListenAddress.parse("unix:/tmp/x.sock") == .unix(path: "/tmp/x.sock"))
     #expect(try ListenAddress.parse("tcp:127.0.0.1:0") == .tcp(host: "127.0.0.1", port: 0))
     #expect(try ListenAddress.parse("tcp:[::1]:8080") == .tcp(host: "::1", port: 8080))
+    #expect(try ListenAddress.parse("tls:127.0.0.1:0") == .tls(host: "127.0.0.1", port: 0))
+    #expect(try ListenAddress.parse("tls:[::1]:8443") == .tls(host: "::1", port: 8443))
+    #expect(ListenAddress.tls(host: "::1", port: 8443).description == "tls:[::1]:8443")
+    #expect(throws: ListenAddress.ParseError.self) { try ListenAddress.parse("tls:[::1]") }
+    #expect(throws: ListenAddress.ParseError.self) { try ListenAddress.parse("tls::443") }
     #expect(throws: ListenAddress.ParseError.self) { try ListenAddress.parse("tcp:host") }
     #expect(throws: ListenAddress.ParseError.self) { try ListenAddress.parse("udp:1") }
 }

@@ -6,6 +6,7 @@
 #include <yajl/yajl_gen.h>
 /* mallopt (M_MMAP_THRESHOLD) for xhrpcd's main: Glibc's Swift module does not export it. */
 #include <malloc.h>
+#include <stdint.h>
 
 /* Typed, non-variadic doors to C calls that Swift cannot make: curl's setopt/getinfo
  * family and yajl's config calls are variadic. Inside a wrapper curl's compile-time type
@@ -56,5 +57,11 @@ CURLSHcode xh_share_setopt_lock_data(CURLSH *s, CURLSHoption o, curl_lock_data v
 /* yajl_config and yajl_gen_config take one int (or a pointer for the indent string). */
 int xh_yajl_config(yajl_handle h, yajl_option o, int v);
 int xh_yajl_gen_config(yajl_gen g, yajl_gen_option o, int v);
+
+/* libFuzzer's driver, from libclang_rt.fuzzer_no_main (linked by `make fuzz` only):
+ * xhrpc-fuzz calls it from its own `main`, because SwiftPM links every executable with
+ * an entry point of its own and libFuzzer's `main` cannot take that place. Declared
+ * here since Swift cannot declare a C function; nothing else calls it. */
+int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));
 
 #endif

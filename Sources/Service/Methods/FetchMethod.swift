@@ -10,6 +10,7 @@ extension Server {
         registry.register("fetch", params: ["method?", "url", "headers?", "body?", "bodyBase64?", "timeout?", "responseType?"]) {
             [unowned self] call in
             let s = try session(call)
+            try checkAcceptingTransfers()
             let p = call.params
             let method = try p.optionalString("method") ?? "GET"
             guard HTTPSyntax.isToken(method) else { throw RPCError.invalidParams("'method' must be an HTTP method token such as GET") }

@@ -13,8 +13,11 @@ extension Server {
         return s
     }
 
+    /// The request a call names; naming it counts as using it (`--request-ttl`).
     func request(_ call: RPCCall) throws(RPCError) -> HTTPRequest {
-        try session(call).principal.request(try call.params.string("request"))
+        let r = try session(call).principal.request(try call.params.string("request"))
+        r.touch()
+        return r
     }
 
     /// Declares a method whose one job is to act on an existing request.
@@ -28,6 +31,8 @@ extension Server {
     func registerRequestMethods() {
         registry.register("create", params: ["request?"]) { [unowned self] call in
             let s = try session(call)
+            try s.principal.check("requests", current: s.principal.requests.count, max: s.principal.limits.requests,
+                                  "Too many requests held; release some first")
             let handle: String
             if let name = try call.params.optionalString("request") {
                 guard RequestName.isValid(name) else {
@@ -167,6 +172,7 @@ extension Server {
     private func registerSend(_ name: String, params: [String], body: @escaping (Params) throws -> TransferBody) {
         registry.register(name, params: ["request"] + params) { [unowned self] call in
             let r = try request(call)
+            try checkAcceptingTransfers()
             guard r.state == .opened else { throw r.misuse(name, allowed: "OPENED") }
             let transferBody = try body(call.params)
             let timeout = try call.params.optionalSeconds("timeout") ?? 0
@@ -181,10 +187,17 @@ enum RequestName {
     static let generatedPrefix = "req_"
 
     static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 128 && !name.hasPrefix(generatedPrefix)
+        !name.hasPrefix(generatedPrefix) && isPlainName(name, maxBytes: 128, also: ".:_-")
+    }
+
+    /// Whether `name` is 1 to `maxBytes` of ASCII letters, digits and the characters of
+    /// `also`: the one syntax of the names clients and operators choose (request
+    /// handles, principals).
+    static func isPlainName(_ name: String, maxBytes: Int, also: String) -> Bool {
+        let extra = Set(also.utf8)
+        return !name.isEmpty && name.utf8.count <= maxBytes
             && name.utf8.allSatisfy { b in
-                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
-                    || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: ":") || b == UInt8(ascii: "-")
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || extra.contains(b)
             }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import JSON
 import JSONRPC
 
-/// `rpc.discover` and `server.info`.
+/// `rpc.discover`, `server.info` and `server.stats`.
 extension Server {
     /// The OpenRPC document, parsed once from the text embedded at build time.
     static let openRPCDocument: JSONValue = {
@@ -22,5 +22,66 @@ extension Server {
                 "connections": .int(Int64(connectionCount)),
             ])
         }
+        registry.register("server.stats", params: []) { [unowned self] call in
+            let s = try session(call)
+            var result = usage(of: [s.principal])
+            result["principal"] = .string(s.principal.name)
+            if s.principal.isAdmin {
+                let all = principals.values.sorted { $0.name < $1.name }
+                var total = usage(of: all, anonymous: true)
+                total["authFailures"] = .int(Int64(authFailures))
+                total["unauthenticatedConnections"] = .int(Int64(connections.values.count { $0.context is PendingAuthentication }))
+                result["total"] = .object(total)
+                var each = JSONObject()
+                for p in all { each[p.name] = .object(usage(of: [p])) }
+                result["principals"] = .object(each)
+            }
+            return .result(.object(result))
+        }
+    }
+}
+
+extension Server {
+    /// The figures of `server.stats` summed over `group` (and over the connections that
+    /// never authenticated, with `anonymous`). Live figures (connections, requests by
+    /// state, transfers, buffered bytes, bytes of open connections) are read now;
+    /// the rest are the principals' counters.
+    func usage(of group: [Principal], anonymous: Bool = false) -> JSONObject {
+        let members = Set(group.map(ObjectIdentifier.init))
+        var totals = Principal.Usage()
+        var errors: [String: UInt64] = [:]
+        func add(_ u: Principal.Usage) {
+            totals.bytesIn += u.bytesIn
+            totals.bytesOut += u.bytesOut
+            totals.httpBytesReceived += u.httpBytesReceived
+            totals.httpBytesSent += u.httpBytesSent
+            totals.connectionsAccepted += u.connectionsAccepted
+            for (k, v) in u.errors { errors[k, default: 0] += v }
+        }
+        for p in group { add(p.usage) }
+        if anonymous { add(anonymousUsage) }
+        for c in connections.values {
+            let owner = (c.context as? ClientSession).map { ObjectIdentifier($0.principal) }
+            guard owner.map(members.contains) ?? anonymous else { continue }
+            totals.bytesIn += c.bytesIn
+            totals.bytesOut += c.bytesOut
+        }
+        var states = JSONObject()
+        for state in RequestState.allCases { states[state.name] = 0 }
+        for p in group {
+            for r in p.requests.values { states[r.state.name] = .int((states[r.state.name]?.int64Value ?? 0) + 1) }
+        }
+        var errorObject = JSONObject()
+        for (k, v) in errors.sorted(by: { $0.key < $1.key }) { errorObject[k] = .int(Int64(v)) }
+        return [
+            "connections": .int(Int64(group.reduce(0) { $0 + $1.connections })),
+            "connectionsAccepted": .int(Int64(totals.connectionsAccepted)),
+            "requests": .object(states),
+            "transfersInFlight": .int(Int64(group.reduce(0) { $0 + $1.transfersInFlight })),
+            "bufferedBytes": .int(Int64(group.reduce(0) { $0 + $1.bufferedBytes })),
+            "bytesIn": .int(Int64(totals.bytesIn)), "bytesOut": .int(Int64(totals.bytesOut)),
+            "httpBytesReceived": .int(Int64(totals.httpBytesReceived)), "httpBytesSent": .int(Int64(totals.httpBytesSent)),
+            "errors": .object(errorObject),
+        ]
     }
 }

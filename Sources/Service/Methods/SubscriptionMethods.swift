@@ -6,6 +6,9 @@ extension Server {
     func registerSubscriptionMethods() {
         registry.register("subscribe", params: ["request?", "all?", "events?"]) { [unowned self] call in
             let s = try session(call)
+            // Subscriptions cost the server as requests do, and share their limit.
+            try s.principal.check("subscriptions", current: s.principal.subscriptions.count,
+                                  max: s.principal.limits.requests, "Too many subscriptions; unsubscribe some first")
             let p = call.params
             let all = try p.bool("all", default: false)
             let handle = try p.optionalString("request")

@@ -49,3 +49,46 @@ extension TestClient {
         }
     }
 }
+
+extension TestClient {
+    /// The `data.reason` of the error `method` answers with; nil when it succeeds.
+    func failureReason(_ method: String, _ params: JSONValue = [:]) throws -> String? {
+        do {
+            try call(method, params)
+            return nil
+        } catch let e as RPCFailure {
+            return e.reason ?? "code \(e.code ?? 0)"
+        }
+    }
+}
+
+extension TestClient {
+    /// Waits until the server counts `n` open connections (this one included), so that
+    /// a test knows the server has seen another client's close.
+    func waitForConnections(_ n: Int, timeout: Double = 10) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try call("server.info")["connections"]?.int64Value == Int64(n) { return }
+            usleep(5000)
+        }
+        throw Timeout()
+    }
+}
+
+extension TestClient {
+    /// The handles `list` reports; `list` names no request, so it uses none.
+    func listedHandles() throws -> [String] {
+        try call("list").arrayValue?.compactMap { $0["request"]?.stringValue } ?? []
+    }
+
+    /// Waits until `list` no longer reports any of `handles` (the server released them
+    /// on its own), polling with a short pause; throws `Timeout` after `timeout` s.
+    func waitUntilReleased(_ handles: Set<String>, timeout: Double = 10) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if handles.isDisjoint(with: try listedHandles()) { return }
+            usleep(5000)
+        }
+        throw Timeout()
+    }
+}

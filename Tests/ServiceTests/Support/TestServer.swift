@@ -6,7 +6,8 @@ import Logging
 
 /// A real server on a real Unix socket, run on its own loop thread. `stop()` shuts it
 /// down through the loop's one thread-safe door and reports the handles left open
-/// (there must be none).
+/// (there must be none); `signalStop()` knocks on that door as a SIGTERM would, without
+/// waiting, for tests of the drain (a second knock ends the drain at once).
 final class TestServer: @unchecked Sendable {
     let directory: String
     let socketPath: String
@@ -39,15 +40,18 @@ final class TestServer: @unchecked Sendable {
                 var config = ServerConfig()
                 config.listen = [.unix(path: path)]
                 config.engine.egressPolicy = TestServer.loopbackPolicy
+                // Short, so that a test that leaves a transfer running still stops well
+                // within `stop()`'s wait; tests of the drain set their own.
+                config.drainSeconds = 2
                 tweak(&config)
                 var logger = Logger(label: "test")
                 logger.logLevel = .warning
                 let server = try Server(config: config, loop: loop, logger: logger)
                 try server.start()
                 var wake: AsyncWakeup?
+                // Open until the server is done, so that a second knock reaches it.
                 wake = try AsyncWakeup(loop: loop) {
-                    wake?.close()
-                    server.shutdown {}
+                    server.shutdown { wake?.close() }
                 }
                 stopSender = wake?.sender
                 ready.signal()
@@ -64,6 +68,17 @@ final class TestServer: @unchecked Sendable {
         thread.start()
         ready.wait()
         if let startError { throw startError }
+    }
+
+    /// Begins a graceful stop, as SIGTERM does, and returns at once.
+    func signalStop() { stopSender?.send() }
+
+    /// Waits until the server has stopped by itself (after `signalStop`); false when it
+    /// has not within `timeout` seconds.
+    func waitStopped(timeout: Double = 10) -> Bool {
+        guard finished.wait(timeout: .now() + timeout) == .success else { return false }
+        finished.signal()  // for `stop()`, which waits again
+        return true
     }
 
     /// Stops the server; returns the names of handles still open afterwards.

@@ -38,10 +38,14 @@ final class Upstream: @unchecked Sendable {
 
     /// Closing its stdin is the fixture's stop signal (a signal could be blocked by
     /// the mask this process hands down); SIGTERM backs it up.
+    /// Closing stdin asks the fixture to stop; SIGTERM, then SIGKILL, follow if it has
+    /// not within two seconds each, so a stuck fixture cannot hang the test run.
     func stop() {
         try? stdinPipe.fileHandleForWriting.close()
-        for _ in 0..<50 where process.isRunning { usleep(20_000) }
-        if process.isRunning { process.terminate() }
+        for signal in [SIGTERM, SIGKILL] {
+            for _ in 0..<100 where process.isRunning { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, signal) }
+        }
         process.waitUntilExit()
     }
 

@@ -8,6 +8,7 @@ skip instead.
 Every wait here has a deadline; no test sleeps to let something happen.
 """
 
+import hashlib
 import json
 import os
 import select
@@ -79,15 +80,40 @@ def _pause(proc, seconds):
         return False
 
 
+def principal_entry(p):
+    """A config-file principal from a test's description: the token becomes its SHA-256."""
+    entry = {k: v for k, v in p.items() if k != "token"}
+    if "token" in p:
+        entry["tokenSha256"] = hashlib.sha256(p["token"].encode()).hexdigest()
+    return entry
+
+
 class XhrpcServer:
-    """One xhrpcd process on a temporary Unix socket (and optionally loopback TCP)."""
+    """One xhrpcd process on a temporary Unix socket, optionally with a loopback TCP
+    listener (``tcp=True``) and a loopback TLS listener (``tls=True``).
+
+    With ``tls=True`` the test certificates (Tests/Fixtures/certs.py) are made in the
+    server's temporary directory: ``certs`` maps their names to paths, the listener
+    presents ``good_cert`` (localhost, 127.0.0.1, ::1; signed by ``ca``), and
+    ``connect_tls()`` trusts ``ca``.
+    """
 
     # Every upstream a test starts listens on loopback, which the server's default
     # egress policy denies; tests of the policy pass default_policy=True.
     LOOPBACK_ALLOW = ["--allow", "127.0.0.0/8", "--allow", "::1", "--allow", "localhost"]
 
-    def __init__(self, tcp=False, args=(), log_level="warning", default_policy=False, env=None):
+    def __init__(self, tcp=False, args=(), log_level="warning", default_policy=False, env=None,
+                 principals=None, config=None, tls=False):
+        """``principals``: dicts with ``name``, ``token`` (plain; written hashed),
+        and optionally ``uid``, ``admin``, ``limits``; with any, TCP clients must
+        ``auth``, and without, TCP runs with ``--insecure-tcp``. ``config``: more keys
+        for the config file. ``tls``: a TLS listener too, with certificates made here."""
         self.tcp = tcp
+        self.principals = principals or []
+        self.config = dict(config or {})
+        self.tls = tls
+        self.tls_port = None
+        self.certs = None
         self.env = env  # variables added to this process's environment for the server
         self.default_policy = default_policy
         self.extra_args = list(args)
@@ -103,9 +129,27 @@ class XhrpcServer:
         self.dir = tempfile.mkdtemp(prefix="xhrpc-py-", dir="/tmp")
         self.socket_path = os.path.join(self.dir, "s.sock")
         argv = [binary, "--listen", "unix:" + self.socket_path, "--log-level", self.log_level]
+        config = dict(self.config)
+        if self.principals:
+            config["principals"] = [principal_entry(p) for p in self.principals]
+        if config:
+            self.config_path = os.path.join(self.dir, "config.json")
+            with open(self.config_path, "w") as f:
+                json.dump(config, f)
+            argv += ["--config", self.config_path]
         if self.tcp:
             self.tcp_port = free_tcp_port()
             argv += ["--listen", "tcp:127.0.0.1:%d" % self.tcp_port]
+        if self.tls:
+            import certs  # Tests/Fixtures, on sys.path above
+            self.certs = certs.make_all(os.path.join(self.dir, "certs"))
+            self.tls_port = free_tcp_port()
+            argv += ["--listen", "tls:127.0.0.1:%d" % self.tls_port,
+                     "--tls-cert", self.certs["good_cert"], "--tls-key", self.certs["good_key"]]
+        if self.tcp or self.tls:
+            # The one place for flags that every TCP or TLS listener needs.
+            if not self.principals:
+                argv.append("--insecure-tcp")
             argv += os.environ.get("XHRPC_TCP_ARGS", "").split()
         if not self.default_policy:
             argv += self.LOOPBACK_ALLOW
@@ -138,9 +182,10 @@ class XhrpcServer:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                 s.settimeout(1)
                 s.connect(self.socket_path)
-            if self.tcp:
-                with socket.create_connection(("127.0.0.1", self.tcp_port), timeout=1):
-                    pass
+            for port in (self.tcp_port, self.tls_port):
+                if port is not None:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        pass
             return True
         except OSError:
             return False
@@ -158,8 +203,23 @@ class XhrpcServer:
     def connect(self):
         return Client.connect_unix(self.socket_path)
 
-    def connect_tcp(self):
-        return Client.connect_tcp("127.0.0.1", self.tcp_port)
+    def connect_tcp(self, token=None):
+        """A TCP client; with ``token``, already authenticated with it."""
+        client = Client.connect_tcp("127.0.0.1", self.tcp_port)
+        if token is not None:
+            client.call("auth", {"token": token})
+        return client
+
+    def connect_as(self, name):
+        """A TCP client authenticated as the principal called ``name``."""
+        token = next(p["token"] for p in self.principals if p["name"] == name)
+        return self.connect_tcp(token)
+
+    def connect_tls(self, **kwargs):
+        """A client of the TLS listener, trusting the test CA unless told otherwise."""
+        if "context" not in kwargs:
+            kwargs.setdefault("cafile", self.certs["ca"])
+        return Client.connect_tls("127.0.0.1", self.tls_port, **kwargs)
 
     def raw_socket(self, timeout=10):
         """A plain connected Unix socket, for byte-level tests."""
@@ -245,6 +305,7 @@ class Upstream:
             self.proc.wait(STOP_DEADLINE)
             code = None
         self.proc.stdout.close()
+        self.stderr_file.close()
         return code
 
 
@@ -380,9 +441,12 @@ class ServerTestCase(unittest.TestCase):
 
     SERVER_ARGS = ()
     TCP = False
+    TLS = False             # True: a TLS listener too (XhrpcServer(tls=True))
     UPSTREAM = False
     DEFAULT_POLICY = False  # True: the server's own egress policy, loopback denied
     LOG_LEVEL = "warning"   # lower it for a test that reads the server's log
+    PRINCIPALS = ()         # see XhrpcServer
+    CONFIG = None           # more config-file keys
     server = None
     upstream = None
 
@@ -393,7 +457,8 @@ class ServerTestCase(unittest.TestCase):
             cls.upstream = Upstream().start()
             cls.addClassCleanup(cls._stop_upstream)
         cls.server = XhrpcServer(tcp=cls.TCP, args=cls.server_args(), log_level=cls.LOG_LEVEL,
-                                 default_policy=cls.DEFAULT_POLICY).start()
+                                 default_policy=cls.DEFAULT_POLICY, principals=list(cls.PRINCIPALS),
+                                 config=cls.CONFIG, tls=cls.TLS).start()
 
     @classmethod
     def server_args(cls):

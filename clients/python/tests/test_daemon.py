@@ -87,13 +87,17 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
         out = p.stdout.decode()
         for flag in ["--listen", "--config", "--log-level", "--log-format", "--max-message-bytes",
-                     "--max-connections", "--max-buffer-bytes", "--upload-root", "--socket-mode"]:
+                     "--max-connections", "--max-buffer-bytes", "--upload-root", "--socket-mode",
+                     "--request-ttl", "--detach-ttl", "--drain-seconds",
+                     "--tls-cert", "--tls-key", "--tls-handshake-timeout"]:
             self.assertIn(flag, out)
 
     def test_bad_values_are_refused_clearly(self):
-        for argv, words in [(["--listen", "udp:1"], "unix:PATH or tcp:HOST:PORT"),
+        for argv, words in [(["--listen", "udp:1"], "unix:PATH, tcp:HOST:PORT or tls:HOST:PORT"),
                             (["--log-format", "xml"], "text or json"),
-                            (["--max-message-bytes", "0"], "positive")]:
+                            (["--max-message-bytes", "0"], "positive"),
+                            (["--request-ttl", "0"], "positive number of seconds"),
+                            (["--drain-seconds=-1"], "non-negative number of seconds")]:
             code, err = run_briefly(argv)
             self.assertNotEqual(code, 0, argv)
             self.assertIn(words, err, argv)
@@ -144,10 +148,15 @@ class Stop(unittest.TestCase):
     def test_sigterm_flushes_replies_and_exits_zero(self):
         srv = XhrpcServer().start()
         s = srv.raw_socket()
+        f = s.makefile("rb")
         s.sendall(b'{"jsonrpc":"2.0","method":"server.info","id":1}\n')
-        self.assertEqual(json.loads(s.makefile().readline())["id"], 1)
+        self.assertEqual(json.loads(f.readline())["id"], 1)
         self.assertEqual(srv.stop(), 0)
-        self.assertEqual(s.recv(10), b"")  # closed by the server
+        # The stop is announced; with nothing in flight the drain ends at once.
+        self.assertEqual(json.loads(f.readline()),
+                         {"jsonrpc": "2.0", "method": "onShutdown", "params": {"drainSeconds": 10}})
+        self.assertEqual(f.readline(), b"")  # closed by the server
+        f.close()
         s.close()
 
 

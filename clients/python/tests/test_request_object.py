@@ -624,7 +624,11 @@ class FailuresEndInDone(ObjectTestCase):
 # 9. Concurrency: 500 requests on one connection, 50 connections at once.
 
 class ManyRequestsOneConnection(ObjectTestCase):
+    """500 transfers at once: past a principal's transfer limit (64 by default) sends are
+    refused (test_principals.Limits); here the limit admits them all."""
+
     COUNT = 500
+    SERVER_ARGS = ObjectTestCase.SERVER_ARGS + ("--limit", "transfers=%d" % COUNT)
 
     def test_500_requests_in_one_batch(self):
         self.need("create", "open", "send", "getReceiveBuffer")

@@ -1,4 +1,4 @@
-"""A JSON-RPC 2.0 client for xhrpc over a Unix or TCP socket (standard library only).
+"""A JSON-RPC 2.0 client for xhrpc over a Unix, TCP or TLS socket (standard library only).
 
 The server writes one compact JSON message per line.  A background thread reads
 the lines, parses them and puts them, in arrival order, into one inbox.  Callers
@@ -14,6 +14,7 @@ import collections
 import itertools
 import json
 import socket
+import ssl
 import threading
 import time
 
@@ -58,6 +59,132 @@ class MalformedMessage(Exception):
         self.line = line
 
 
+class _TLSChannel:
+    """TLS on a connected socket through memory BIOs (``ssl.SSLObject``).
+
+    Why not ``ssl.SSLSocket``: the client reads in one thread while others write,
+    and OpenSSL does not allow two threads in one connection at once; and an
+    SSLSocket cannot half-close (``unwrap`` blocks for the peer's close_notify).
+    Here the socket stays plain: every OpenSSL call runs under ``_lock``, the
+    ciphertext goes out under ``_send_lock`` in the order it was made, and
+    ``close_notify`` sends our close_notify without waiting for the server's, so
+    ``shutdown_write`` is a real TLS half-close and replies keep arriving.
+
+    Only the reader thread calls ``recv``; ``send`` and ``close_notify`` may be
+    called from any thread.
+    """
+
+    # Plaintext encrypted per lock hold: large sends do not keep the reader out for
+    # long nor hold the whole message twice (plaintext and ciphertext).
+    _SEND_SLICE = 256 * 1024
+
+    def __init__(self, sock, context, server_hostname, timeout):
+        self.sock = sock
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._ssl = context.wrap_bio(self._incoming, self._outgoing, server_side=False,
+                                     server_hostname=server_hostname)
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._ended = False  # the server's close_notify or EOF was seen
+        self._handshake(timeout)
+
+    def _handshake(self, timeout):
+        """Runs the handshake on this thread before the reader starts (no locks needed)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._ssl.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLError:
+                # Tell the server why (the alert) before giving up.
+                self._send_outgoing_quietly()
+                raise
+            self.sock.sendall(self._outgoing.read())
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the TLS handshake did not finish within %.3g s" % timeout)
+            self.sock.settimeout(left)
+            data = self.sock.recv(_READ_SIZE)
+            if not data:
+                raise ConnectionClosed("the server closed the connection during the TLS handshake")
+            self._incoming.write(data)
+        self.sock.sendall(self._outgoing.read())
+
+    def _send_outgoing_quietly(self):
+        try:
+            self.sock.sendall(self._outgoing.read())
+        except OSError:
+            pass
+
+    @property
+    def version(self):
+        """The negotiated protocol, such as ``"TLSv1.3"``."""
+        return self._ssl.version()
+
+    def send(self, data):
+        """Encrypt and send all of ``data``."""
+        view = memoryview(data)
+        with self._send_lock:
+            for start in range(0, len(view), self._SEND_SLICE):
+                with self._lock:
+                    self._ssl.write(view[start:start + self._SEND_SLICE])
+                    out = self._outgoing.read()
+                self.sock.sendall(out)
+
+    def close_notify(self):
+        """Send our close_notify (no more data from us); do not wait for the server's."""
+        with self._send_lock:
+            with self._lock:
+                try:
+                    self._ssl.unwrap()
+                except ssl.SSLWantReadError:
+                    pass  # sent; the server's close_notify is read later by recv
+                out = self._outgoing.read()
+            self.sock.sendall(out)
+
+    def recv(self):
+        """Plaintext as it arrives; ``b""`` once the server's close_notify or EOF came."""
+        raw = None
+        while True:
+            chunks = []
+            with self._lock:
+                # Feeding and reading under one hold: records must not sit in the BIO
+                # while close_notify runs, since OpenSSL discards what it reads then.
+                if raw:
+                    self._incoming.write(raw)
+                while not self._ended:
+                    try:
+                        chunk = self._ssl.read(_READ_SIZE)
+                    except ssl.SSLWantReadError:
+                        break
+                    except ssl.SSLZeroReturnError:
+                        self._ended = True
+                        break
+                    if not chunk:
+                        self._ended = True
+                        break
+                    chunks.append(chunk)
+                answer = self._outgoing.pending > 0  # e.g. a key update's answer
+            if answer:
+                with self._send_lock:
+                    with self._lock:
+                        out = self._outgoing.read()
+                    self.sock.sendall(out)
+            if chunks:
+                return b"".join(chunks)
+            if self._ended:
+                return b""
+            raw = self.sock.recv(_READ_SIZE)
+            if not raw:
+                # EOF without close_notify: a truncation TLS cannot rule out; the
+                # caller's framing (a last line without newline) shows a cut message.
+                self._ended = True
+                return b""
+
+
 class _Entry:
     """One line from the server: the parsed message and the raw line (without ``\\n``)."""
 
@@ -90,13 +217,15 @@ def _is_notification(msg):
 class Client:
     """A connection to xhrpcd.
 
-    Use ``Client.connect_unix(path)`` or ``Client.connect_tcp(host, port)``; close it
-    with ``close()`` or a ``with`` block.  Methods may be called from several threads,
-    though the tests use one.
+    Use ``Client.connect_unix(path)``, ``Client.connect_tcp(host, port)`` or
+    ``Client.connect_tls(host, port, cafile=...)``; close it with ``close()`` or a
+    ``with`` block.  Methods may be called from several threads, though the tests
+    use one.
     """
 
-    def __init__(self, sock):
+    def __init__(self, sock, tls=None):
         self.sock = sock
+        self.tls = tls  # a _TLSChannel over sock, or None for plaintext
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()
         self._inbox = collections.deque()
@@ -129,6 +258,32 @@ class Client:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return cls(s)
 
+    @classmethod
+    def connect_tls(cls, host, port, cafile=None, server_hostname=None, timeout=10, context=None):
+        """Connect to a ``tls:`` listener and finish the TLS handshake.
+
+        The server's certificate is verified, host name included:
+        ``ssl.create_default_context(cafile=cafile)`` (the system's CAs when
+        ``cafile`` is None), checked against ``server_hostname`` (default: ``host``,
+        which may be an IP address).  ``context`` replaces that default context
+        (then ``cafile`` must be None).  ``timeout`` bounds the connect and the
+        handshake.  Raises ``ssl.SSLCertVerificationError`` (an ``OSError``) when
+        the certificate is refused.
+        """
+        if context is None:
+            context = ssl.create_default_context(cafile=cafile)
+        elif cafile is not None:
+            raise ValueError("give cafile or context, not both")
+        s = socket.create_connection((host, port), timeout=timeout)
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tls = _TLSChannel(s, context, server_hostname or host, timeout)
+            s.settimeout(None)
+        except BaseException:
+            s.close()
+            raise
+        return cls(s, tls)
+
     def __enter__(self):
         return self
 
@@ -141,8 +296,9 @@ class Client:
         buf = bytearray()
         error = None
         try:
+            recv = self.tls.recv if self.tls is not None else lambda: self.sock.recv(_READ_SIZE)
             while True:
-                data = self.sock.recv(_READ_SIZE)
+                data = recv()
                 if not data:
                     break
                 start = len(buf)
@@ -219,7 +375,10 @@ class Client:
     def send_raw(self, data):
         """Send bytes exactly as given (for framing tests)."""
         with self._send_lock:
-            self.sock.sendall(data)
+            if self.tls is not None:
+                self.tls.send(data)
+            else:
+                self.sock.sendall(data)
 
     def request(self, method, params=None, timeout=10, id=None):
         """Send a call and return the whole response object (result or error)."""
@@ -345,8 +504,16 @@ class Client:
             return True
 
     def shutdown_write(self):
-        """Half-close: tell the server we will send nothing more (replies still arrive)."""
-        self.sock.shutdown(socket.SHUT_WR)
+        """Half-close: tell the server we will send nothing more (replies still arrive).
+
+        Over TLS this first sends close_notify (without waiting for the server's),
+        then half-closes the socket, so the server sees a clean end of the TLS data
+        and still writes its replies, which arrive as usual.
+        """
+        with self._send_lock:
+            if self.tls is not None:
+                self.tls.close_notify()
+            self.sock.shutdown(socket.SHUT_WR)
 
     def close(self, timeout=5):
         try:

@@ -1,0 +1,44 @@
+/// What a client connection needs of its transport, and no more: a plain `Stream` (TCP
+/// or Unix-domain) and a TLS stream layered on one (`SecureStream.TLSStream`) both offer
+/// it, so `RPCConnection` and `Server.adopt` serve either without knowing which.
+///
+/// The contract is `Stream`'s, which documents each member in full: reads are delivered
+/// as `Stream.ReadEvent`s until `.eof` or `.error`; `write` never blocks and never drops
+/// bytes; `pendingWriteBytes` counts every byte accepted and not yet handed to the
+/// kernel, so the owner can apply back-pressure; `onDrain` fires when that count falls
+/// back to 0 after having been above it; `onWriteError` fires once when writing fails;
+/// after `close` nothing is delivered any more. Confined to the loop's thread.
+public protocol ByteStream: AnyObject {
+    /// Starts delivering reads to `onRead`, replacing any previous callback. Throws if
+    /// the stream is closed.
+    func startReading(_ onRead: @escaping (Stream.ReadEvent) -> Void) throws
+    /// Stops delivering reads until `startReading` is called again (back-pressure).
+    func stopReading()
+    /// Queues `bytes` for writing, in call order; ignored after close or a write error.
+    func write(_ bytes: UnsafeRawBufferPointer)
+    /// Bytes accepted by `write` and not yet handed to the kernel; 0 once closed.
+    var pendingWriteBytes: Int { get }
+    /// Runs when `pendingWriteBytes` falls back to 0 after having been above 0.
+    var onDrain: (() -> Void)? { get set }
+    /// Runs once when a write fails; the stream accepts no more writes.
+    var onWriteError: ((UVError) -> Void)? { get set }
+    /// Closes the stream, discarding what is still queued; `completion` runs from the
+    /// loop once the socket is closed. A second call does nothing.
+    func close(_ completion: (() -> Void)?)
+    /// The peer for logs ("127.0.0.1:5555", "[::1]:80", "unix").
+    var peerDescription: String { get }
+    /// Whether the stream runs over TCP (otherwise a Unix-domain pipe).
+    var isTCP: Bool { get }
+}
+
+extension ByteStream {
+    /// Queues `bytes` for writing; see `write(_: UnsafeRawBufferPointer)`.
+    public func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { write($0) }
+    }
+
+    /// Closes the stream without waiting for the close to finish.
+    public func close() { close(nil) }
+}
+
+extension Stream: ByteStream {}

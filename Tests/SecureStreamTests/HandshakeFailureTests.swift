@@ -1,0 +1,120 @@
+import EventLoop
+import Testing
+@testable import SecureStream
+
+/// What a server TLS stream's reading owner got, and what the client saw; the test
+/// ends when both sides have seen the end.
+private final class Outcome {
+    let harness: TLSLoopHarness
+    var events: [String] = []
+    var error: UVError?
+    var clientEnd: String?
+
+    init(_ harness: TLSLoopHarness) { self.harness = harness }
+
+    func clientEnded(_ how: String) {
+        clientEnd = how
+        finishIfBoth()
+    }
+
+    func finishIfBoth() {
+        if clientEnd != nil, !events.isEmpty { harness.finish() }
+    }
+}
+
+/// Starts a TLS listener whose streams report their first read event into `outcome`
+/// and end the test.
+private func listen(_ harness: TLSLoopHarness, _ outcome: Outcome, handshakeTimeout: UInt64 = 10_000) throws -> Int {
+    try harness.tlsListener(context: try TestCertificates.serverContext(), handshakeTimeout: handshakeTimeout) { server in
+        harness.attempt("server startReading") {
+            try server.startReading { event in
+                switch event {
+                case .data(let bytes): outcome.events.append("data \(bytes.count)")
+                case .eof: outcome.events.append("eof")
+                case .error(let error):
+                    outcome.events.append("error")
+                    outcome.error = error
+                    #expect(server.isClosed, "the stream closes itself before reporting")
+                    #expect(server.pendingWriteBytes == 0)
+                }
+                outcome.finishIfBoth()
+            }
+        }
+        // A reply written before the handshake: discarded with the failed handshake.
+        server.write(Array("too early\n".utf8))
+    }
+}
+
+/// Plain text to a TLS port: the handshake fails at once with OpenSSL's reason, the
+/// server stream closes itself and tells its owner; nothing crashes, no handle is left.
+@Test func plaintextClientIsClosed() throws {
+    let harness = try TLSLoopHarness()
+    let outcome = Outcome(harness)
+    let port = try listen(harness, outcome)
+    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
+        guard case .success(let client) = result else { return harness.finish() }
+        harness.track(client)
+        harness.attempt("client") {
+            try client.startReading { event in
+                switch event {
+                case .data: break  // an alert record, perhaps
+                case .eof: outcome.clientEnded("eof")
+                case .error(let error): outcome.clientEnded(error.name)
+                }
+            }
+        }
+        client.write(Array("{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"id\":1}\n".utf8))
+    }
+    try harness.run()
+    #expect(outcome.events == ["error"])
+    #expect(outcome.error?.name == "EPROTO")
+    #expect(outcome.error?.operation.hasPrefix("TLS handshake: error:") == true, "\(String(describing: outcome.error))")
+    #expect(outcome.clientEnd == "eof" || outcome.clientEnd == "ECONNRESET")
+}
+
+/// A client that connects and sends nothing is closed when the handshake deadline
+/// passes, with ETIMEDOUT.
+@Test func silentClientIsClosedAtTheDeadline() throws {
+    let harness = try TLSLoopHarness()
+    let outcome = Outcome(harness)
+    let port = try listen(harness, outcome, handshakeTimeout: 200)
+    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
+        guard case .success(let client) = result else { return harness.finish() }
+        harness.track(client)
+        harness.attempt("client") {
+            try client.startReading { event in
+                switch event {
+                case .data: Issue.record("data from a server that never finished a handshake")
+                case .eof: outcome.clientEnded("eof")
+                case .error(let error): outcome.clientEnded(error.name)
+                }
+            }
+        }
+    }
+    try harness.run()
+    #expect(outcome.events == ["error"])
+    #expect(outcome.error?.name == "ETIMEDOUT")
+    #expect(outcome.error?.operation.contains("did not finish within 200 ms") == true)
+    #expect(outcome.clientEnd == "eof")
+}
+
+/// A client that does not trust the server's CA aborts the handshake; its own stream
+/// reports the verification failure and the server's owner gets an error too.
+@Test func clientWithTheWrongCAFailsBothSides() throws {
+    let harness = try TLSLoopHarness()
+    let outcome = Outcome(harness)
+    let port = try listen(harness, outcome)
+    var clientError: UVError?
+    harness.tlsClient(port: port, context: try TestCertificates.clientContext(trusting: "untrusted_ca")) { client in
+        harness.attempt("client") {
+            try client.startReading { event in
+                if case .error(let error) = event { clientError = error }
+                outcome.clientEnded("\(event)")
+            }
+        }
+    }
+    try harness.run()
+    #expect(outcome.events == ["error"])
+    #expect(outcome.error?.operation.contains("alert") == true, "\(String(describing: outcome.error))")
+    #expect(clientError?.operation.contains("certificate verify failed") == true, "\(String(describing: clientError))")
+}

@@ -1,0 +1,84 @@
+import Foundation
+import JSON
+import Testing
+@testable import Service
+
+/// A graceful stop: clients hear `onShutdown`, transfers in flight finish and can be
+/// read to the last byte, new transfers are refused, and the server stops by itself
+/// once nothing is left to wait for — or aborts what is left at the drain's limit or at
+/// a second stop signal.
+@Suite(.serialized) struct DrainTests {
+    @Test func transfersInFlightFinishAndAreReadByteExact() throws {
+        try withServer({ config in config.drainSeconds = 60 }) { server, up in
+            let c = try server.connect()
+            let slow = try c.start(up.base + "/drip/20000?chunk=2000&delay=50", name: "slow")
+            let done = try c.start(up.base + "/bytes/5000", name: "done")
+            #expect(try c.statesUntilDone(done).last == "DONE")
+            server.signalStop()
+            let notice = try c.waitNotification { $0["method"] == "onShutdown" }
+            #expect(notice["params"] == ["drainSeconds": 60])
+            #expect(!FileManager.default.fileExists(atPath: server.socketPath))
+
+            // Reads and the like go on; new transfers are refused.
+            #expect(try c.call("getStatus", ["request": .string(done)]) == 200)
+            try c.call("create", ["request": "new"])
+            try c.call("open", ["request": "new", "method": "GET", "url": .string(up.base + "/bytes/1")])
+            #expect(try c.failureReason("send", ["request": "new"]) == "invalid_state")
+            #expect(try c.failureReason("fetch", ["url": .string(up.base + "/bytes/1")]) == "invalid_state")
+
+            #expect(try c.readBody(slow) == Pattern.bytes(20000))
+            #expect(try c.statesUntilDone(slow).last == "DONE")
+            // Once the last unread byte is read the drain is over: the server stops.
+            #expect(try c.readBody(done) == Pattern.bytes(5000))
+            #expect(throws: TestClient.Closed.self) {
+                while true { _ = try c.readMessage() }
+            }
+            #expect(server.waitStopped())
+        }
+    }
+
+    @Test func theLimitAbortsWhatIsLeft() throws {
+        try withServer({ config in config.drainSeconds = 0.3 }) { server, up in
+            let c = try server.connect()
+            let hung = try c.start(up.base + "/hang", name: "hung")
+            let fetchID = c.send("fetch", ["url": .string(up.base + "/hang")])
+            try c.call("server.info")  // the fetch has started: calls run in order
+            server.signalStop()
+            _ = try c.waitNotification { $0["method"] == "onShutdown" }
+            let end = try c.waitNotification {
+                $0["params"]?["request"]?.stringValue == hung && $0["params"]?["stateName"] == "DONE"
+            }
+            #expect(end["params"]?["statusText"] == "Aborted")
+            let fetched = try c.response(fetchID)
+            #expect(fetched["result"]?["status"] == 0)
+            #expect(fetched["result"]?["statusText"] == "Aborted")
+            #expect(server.waitStopped())
+        }
+    }
+
+    @Test func aSecondStopEndsTheDrainAtOnce() throws {
+        try withServer({ config in config.drainSeconds = 600 }) { server, up in
+            let c = try server.connect()
+            let hung = try c.start(up.base + "/hang", name: "hung")
+            server.signalStop()
+            _ = try c.waitNotification { $0["method"] == "onShutdown" }
+            server.signalStop()
+            let end = try c.waitNotification {
+                $0["params"]?["request"]?.stringValue == hung && $0["params"]?["stateName"] == "DONE"
+            }
+            #expect(end["params"]?["statusText"] == "Aborted")
+            #expect(server.waitStopped())
+        }
+    }
+
+    @Test func theDrainEndsWhenEveryClientHasGone() throws {
+        try withServer({ config in config.drainSeconds = 600 }) { server, up in
+            var c: TestClient? = try server.connect()
+            try c!.start(up.base + "/hang", name: "hung")
+            server.signalStop()
+            _ = try c!.waitNotification { $0["method"] == "onShutdown" }
+            c = nil
+            #expect(server.waitStopped())
+        }
+    }
+}

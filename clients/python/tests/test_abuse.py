@@ -1,0 +1,226 @@
+"""Abuse: what hostile or broken clients do to a shared server, and what it must withstand.
+
+Token guessing, a thousand connections, a client that sends one byte a second, a client
+that never reads, oversize everything. Throughout, another principal keeps being
+served, and the server's resident memory stays bounded (measured from /proc, compared
+with the figure before the abuse; a bound on memory, not on time).
+"""
+
+import base64
+import json
+import resource
+import socket
+import threading
+import time
+import unittest
+
+from support import line, req
+from test_principals import ALICE, BOB, CAROL
+from test_request_object import ObjectTestCase, fd_targets, note, proc_kib
+from xhrpc import RPCError
+
+MIB = 1 << 20
+CONNECTIONS = 1000
+
+
+def raise_fd_limit(wanted):
+    """Lets this process (and the server it starts) hold ``wanted`` descriptors."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+
+
+class Abuse(ObjectTestCase):
+    TCP = True
+    PRINCIPALS = (ALICE, BOB, CAROL)
+    SERVER_ARGS = ObjectTestCase.SERVER_ARGS + ("--max-message-bytes", str(64 * 1024),
+                                                "--max-buffer-bytes", str(MIB))
+    # Growth of the resident set allowed over the figure before each abuse: the
+    # out-queue limit of one never-reading client (64 MiB) plus room for the allocator.
+    RSS_GROWTH_LIMIT_MIB = 128
+
+    @classmethod
+    def setUpClass(cls):
+        raise_fd_limit(4 * CONNECTIONS)
+        super().setUpClass()
+
+    def setUp(self):
+        super().setUp()
+        self.bob = self.server.connect_as("bob")
+        self.addCleanup(self.bob.close)
+        self.rss_before = self.rss_kib()
+
+    def rss_kib(self):
+        return proc_kib(self.server.proc.pid, "VmRSS")
+
+    def assertServing(self, what):
+        """Bob, another principal, gets a full HTTP exchange done."""
+        got = self.bob.call("fetch", {"method": "GET", "url": self.url("/bytes/1000")}, timeout=30)
+        self.assertEqual(got["status"], 200, what)
+        self.assertEqual(len(base64.b64decode(got["body"])) if got.get("encoding") == "base64" else len(got["body"]),
+                         1000, what)
+
+    def assertMemoryBounded(self, what):
+        growth = (self.rss_kib() - self.rss_before) / 1024
+        note("%s: RSS %+.1f MiB" % (what, growth))
+        self.assertLess(growth, self.RSS_GROWTH_LIMIT_MIB, what)
+
+    def admin_total(self):
+        with self.server.connect_as("carol") as admin:
+            return admin.call("server.stats")["total"]
+
+    def test_token_guessing_from_many_connections(self):
+        failures_before = self.admin_total()["authFailures"]
+        guessers = [self.server.connect_tcp() for _ in range(20)]
+        try:
+            ids = []
+            for k, g in enumerate(guessers):
+                batch = b""
+                mine = []
+                for i in range(5):
+                    rid = g.next_id()
+                    mine.append(rid)
+                    batch += line(req("auth", rid, {"token": "guess-%d-%d-%s" % (k, i, "x" * 30)}))
+                g.send_raw(batch)
+                ids.append(mine)
+            # The guesses wait their delays; meanwhile others are served in full.
+            self.assertServing("while 100 guesses wait")
+            for g, mine in zip(guessers, ids):
+                for rid in mine:
+                    self.assertEqual(g.wait_response(rid, timeout=30)["error"]["data"]["reason"], "unauthenticated")
+                self.assertTrue(g.wait_closed(timeout=10), "five failures close the connection")
+        finally:
+            for g in guessers:
+                g.close()
+        self.assertEqual(self.admin_total()["authFailures"] - failures_before, 100)
+        self.assertNotIn("guess-0-0", self.server.stderr_text())
+        self.assertServing("after the guessing")
+        self.assertMemoryBounded("100 guesses")
+
+    def test_thousand_connections_opened_and_closed(self):
+        fds_before = len(fd_targets(self.server.proc.pid))
+        socks = []
+        try:
+            for _ in range(CONNECTIONS):
+                s = socket.create_connection(("127.0.0.1", self.server.tcp_port), timeout=10)
+                socks.append(s)
+            # Every one is served: each gets its answer to rpc.discover's cheap cousin.
+            for i, s in enumerate(socks[::50]):
+                s.sendall(line(req("auth", i, {"token": ALICE["token"]})))
+            for i, s in enumerate(socks[::50]):
+                reply = json.loads(s.makefile("rb").readline())
+                self.assertIn("result", reply, reply)
+            self.assertServing("with %d connections open" % CONNECTIONS)
+            self.assertGreaterEqual(self.admin_total()["connections"] + self.admin_total()["unauthenticatedConnections"],
+                                    CONNECTIONS // 50)
+        finally:
+            for s in socks:
+                s.close()
+        deadline = time.monotonic() + 30
+        while len(fd_targets(self.server.proc.pid)) > fds_before + 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertLessEqual(len(fd_targets(self.server.proc.pid)), fds_before + 5, "descriptors are given back")
+        self.assertServing("after %d connections" % CONNECTIONS)
+        self.assertMemoryBounded("%d connections" % CONNECTIONS)
+
+    def test_a_client_sending_one_byte_a_second(self):
+        slow = self.server.connect_as("alice")
+        self.addCleanup(slow.close)
+        message = line(req("list", 77))
+        for i in range(4):
+            slow.send_raw(message[i:i + 1])
+            self.assertServing("byte %d of the slow client" % i)
+            time.sleep(1)
+        slow.send_raw(message[4:])
+        self.assertEqual(slow.wait_response(77)["result"], [])
+        # Not authenticated and slow: closed at the auth timeout, others unaffected.
+        crawler = self.server.connect_tcp()
+        self.addCleanup(crawler.close)
+        crawler.send_raw(b"{")
+        self.assertServing("while an unauthenticated client crawls")
+        self.assertTrue(crawler.wait_closed(timeout=15))
+        self.assertMemoryBounded("slow clients")
+
+    def test_a_client_that_never_reads(self):
+        lazy = socket.create_connection(("127.0.0.1", self.server.tcp_port), timeout=10)
+        self.addCleanup(lazy.close)
+        lazy.sendall(line(req("auth", 1, {"token": ALICE["token"]})) +
+                     line(req("create", 2, {"request": "big"})) +
+                     line(req("open", 3, {"request": "big", "method": "GET", "url": self.url("/bytes/%d" % (64 * MIB)),
+                                          "subscribe": False})) +
+                     line(req("send", 4, {"request": "big"})))
+        # Ask for the body again and again without ever reading a reply.
+        lazy.setblocking(False)
+        ask = line(req("getReceiveBuffer", 5, {"request": "big"}))
+        closed = False
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not closed:
+            try:
+                lazy.send(ask * 16)
+            except BlockingIOError:
+                time.sleep(0.01)
+            except OSError:
+                closed = True
+            if int(time.monotonic() * 10) % 10 == 0:
+                self.assertLess((self.rss_kib() - self.rss_before) / 1024, self.RSS_GROWTH_LIMIT_MIB)
+        self.assertServing("while a client does not read")
+        self.assertMemoryBounded("a client that never reads")
+        # The server either closed it for not reading or still holds it paused; either
+        # way its queue is bounded. Closing our end releases its request.
+        lazy.close()
+        with self.server.connect_as("alice") as a:
+            deadline = time.monotonic() + 30
+            while a.call("list") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(a.call("list"), [])
+
+    def test_oversize_everything(self):
+        a = self.server.connect_as("alice")
+        self.addCleanup(a.close)
+        limit = 64 * 1024
+        a.call("create", {"request": "u"})
+        for method, params in (("create", {"request": "n" * 129}), ("create", {"request": "n" * (limit - 200)}),
+                               ("open", {"request": "u", "method": "GET", "url": self.url("/?" + "q" * 8192)})):
+            with self.assertRaises(RPCError) as e:
+                a.call(method, params)
+            self.assertEqual(e.exception.code, -32602, method)
+        # A header value and a URL as long as a message may be: answered, not crashed on.
+        a.call("create", {"request": "h"})
+        a.call("open", {"request": "h", "method": "GET", "url": self.url("/headers"), "subscribe": False})
+        a.call("setRequestHeader", {"request": "h", "header": "X-Big", "value": "v" * (limit - 300)})
+        a.call("send", {"request": "h"})
+        a.call("open", {"request": "u", "method": "GET", "url": self.url("/bytes/1?" + "q" * 8000),
+                        "subscribe": False})
+        a.call("send", {"request": "u"})
+        for r in ("h", "u"):
+            deadline = time.monotonic() + 30
+            while a.call("getState", {"request": r})["stateName"] != "DONE" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(a.call("getState", {"request": r})["stateName"], "DONE", r)
+        # A body far over the message limit is refused before it is buffered whole.
+        big = self.server.connect_as("alice")
+        self.addCleanup(big.close)
+        big.send_raw(line(req("sendData", 9, {"request": "x", "data": "A" * (4 * limit)})))
+        self.assertEqual(big.read_message(timeout=10)["error"]["data"]["reason"], "message_too_large")
+        self.assertTrue(big.wait_closed(timeout=10))
+        # Requests and subscriptions stop at the principal's limit (1000), with a clear error.
+        created = 0
+        reason = None
+        for start in range(0, 1200, 200):
+            replies = a.batch([("create", None)] * 200, timeout=30)
+            for r in replies:
+                if "error" in r:
+                    reason = r["error"]["data"]
+                else:
+                    created += 1
+            if reason:
+                break
+        self.assertEqual(reason, {"reason": "limit_exceeded", "limit": "requests", "max": 1000})
+        self.assertEqual(created + 2, 1000)
+        a.close()
+        self.assertServing("after oversize everything")
+        self.assertMemoryBounded("oversize everything")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,396 @@
+"""Principals: tokens on TCP, uids on the Unix socket, isolation, limits and stats.
+
+Two principals (alice and bob, and carol the admin) share one server; every method
+that names a request is tried by one principal on the other's request, and each must
+answer ``unknown_handle`` while the owner's request goes on untouched.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+from support import ANY_STR, ServerTestCase, XhrpcServer, free_tcp_port, line, req
+from test_request_object import ObjectTestCase
+from test_requests import state_change
+from xhrpc import RPCError
+
+ALICE = {"name": "alice", "token": "alice-" + "a" * 40}
+BOB = {"name": "bob", "token": "bob-" + "b" * 40}
+CAROL = {"name": "carol", "token": "carol-" + "c" * 40, "admin": True}
+
+# A plausible value for every parameter a method may require, so that a call on
+# someone else's handle fails for the handle, not for a missing argument.
+SAMPLE = {
+    "method": "GET", "header": "X-Test", "value": "v", "key": "k", "enabled": True, "data": "",
+    "path": "nothing.txt", "host": "127.0.0.1", "port": 3128, "cert": "c.pem",
+    "sha256": "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+}
+
+
+def reason_of(call):
+    try:
+        call()
+    except RPCError as e:
+        return e.reason
+    return None
+
+
+class TwoPrincipals(ObjectTestCase):
+    TCP = True
+    PRINCIPALS = (ALICE, BOB, CAROL)
+
+    def setUp(self):
+        super().setUp()
+        self.alice = self.server.connect_as("alice")
+        self.bob = self.server.connect_as("bob")
+        self.addCleanup(self.alice.close)
+        self.addCleanup(self.bob.close)
+
+    def request_methods(self):
+        """Every method of rpc.discover that takes a request handle, with its params."""
+        doc = self.alice.call("rpc.discover")
+        out = []
+        for m in doc["methods"]:
+            names = [p["name"] for p in m.get("params", [])]
+            if "request" not in names or m["name"] in ("create", "subscribe"):
+                continue
+            required = [p["name"] for p in m["params"] if p.get("required")]
+            out.append((m["name"], required))
+        return out
+
+    def test_every_method_on_another_principals_handle_is_unknown_handle(self):
+        a = self.alice
+        self.start_request(a, "mine", self.url("/bytes/300000"))
+        a.call("create", {"request": "idle"})
+        methods = self.request_methods()
+        self.assertGreater(len(methods), 20, "rpc.discover lists the request methods")
+        tried = []
+        for name, required in methods:
+            for handle in ("mine", "idle"):
+                params = {"request": handle}
+                for p in required:
+                    if p == "url":
+                        params[p] = self.url("/bytes/10")
+                    elif p != "request":
+                        params[p] = SAMPLE[p]
+                self.assertEqual(reason_of(lambda: self.bob.call(name, params)), "unknown_handle",
+                                 "%s on alice's %s" % (name, handle))
+                tried.append(name)
+        self.assertIn("release", tried)
+        self.assertIn("getReceiveBuffer", tried)
+        # Alice's requests were not touched: the body arrives whole and "idle" is UNSENT.
+        self.assertBody(a, "mine", 300000)
+        self.assertEqual(a.call("getState", {"request": "idle"})["stateName"], "UNSENT")
+        self.assertEqual([r["request"] for r in a.call("list")], ["idle", "mine"])
+
+    def test_list_subscriptions_and_names_are_per_principal(self):
+        a, b = self.alice, self.bob
+        b_sub = b.call("subscribe", {"all": True})["subscription"]
+        a_sub = a.call("subscribe", {"all": True})["subscription"]
+        self.start_request(a, "shared-name", self.url("/bytes/1000"))
+        # Bob may use the same name: handles are per principal.
+        self.assertEqual(b.call("create", {"request": "shared-name"}), {"request": "shared-name"})
+        self.assertEqual([r["request"] for r in b.call("list")], ["shared-name"])
+        self.assertEqual(b.call("getState", {"request": "shared-name"})["stateName"], "UNSENT")
+        self.assertEqual(reason_of(lambda: b.call("unsubscribe", {"subscription": a_sub})), "unknown_handle")
+        self.assertBody(a, "shared-name", 1000)
+        # Bob's subscription to "all" heard nothing of alice's request.
+        self.assertNothingPending(b)
+        b.call("unsubscribe", {"subscription": b_sub})
+
+    def test_a_detach_token_works_only_for_its_principal(self):
+        a, b = self.alice, self.bob
+        self.start_request(a, "kept", self.url("/bytes/5000"))
+        token = a.call("detach")["token"]
+        self.assertEqual(reason_of(lambda: b.call("attach", {"token": token})), "unknown_handle")
+        with self.server.connect_as("alice") as again:
+            self.assertEqual(again.call("attach", {"token": token}), {"requests": ["kept"]})
+            self.assertBody(again, "kept", 5000)
+
+    def test_cookies_are_per_principal(self):
+        a, b = self.alice, self.bob
+        self.start_request(a, "set", self.url("/set-cookie?name=who&value=alice&max_age=60"))
+        self.assertEqual(json.loads(self.body(a, "set"))["set"], {"who": "alice"})
+        for c, expected in ((a, {"who": "alice"}), (b, {})):
+            c.call("create", {"request": "look"})
+            c.call("open", {"request": "look", "method": "GET", "url": self.url("/cookies"), "subscribe": False})
+            c.call("send", {"request": "look"})
+            self.assertEqual(json.loads(self.body(c, "look")), expected)
+
+    def test_stats_show_own_figures_and_admin_sees_all(self):
+        a, b = self.alice, self.bob
+        a.call("create", {"request": "s1"})
+        reason_of(lambda: a.call("getState", {"request": "nope"}))
+        mine = a.call("server.stats")
+        self.assertEqual(mine["principal"], "alice")
+        self.assertNotIn("total", mine)
+        self.assertNotIn("principals", mine)
+        self.assertEqual(mine["requests"]["UNSENT"], 1)
+        self.assertGreaterEqual(mine["errors"].get("unknown_handle", 0), 1)
+        self.assertGreater(mine["bytesIn"], 0)
+        self.assertGreater(mine["bytesOut"], 0)
+        self.assertEqual(mine["connections"], 1)
+        self.assertEqual(b.call("server.stats")["requests"]["UNSENT"], 0)
+        with self.server.connect_as("carol") as admin:
+            everything = admin.call("server.stats")
+        self.assertEqual(everything["principal"], "carol")
+        self.assertEqual(set(everything["principals"]), {"alice", "bob", "carol", "local"})
+        self.assertEqual(everything["principals"]["alice"]["requests"]["UNSENT"], 1)
+        self.assertGreaterEqual(everything["total"]["connections"], 3)
+        for key in ("authFailures", "unauthenticatedConnections", "bytesIn", "bytesOut", "errors"):
+            self.assertIn(key, everything["total"])
+        text = json.dumps(everything)
+        for p in (ALICE, BOB, CAROL):
+            self.assertNotIn(p["token"], text)
+
+
+class Authentication(ServerTestCase):
+    TCP = True
+    PRINCIPALS = (ALICE, BOB)
+    LOG_LEVEL = "info"
+
+    def test_everything_but_auth_and_discover_needs_a_token(self):
+        with self.server.connect_tcp() as c:
+            for method, params in (("create", {}), ("list", None), ("server.info", None), ("server.stats", None),
+                                   ("getState", {"request": "x"}), ("no.such.method", None)):
+                with self.assertRaises(RPCError) as e:
+                    c.call(method, params)
+                self.assertEqual(e.exception.reason, "unauthenticated", method)
+            self.assertIn("methods", c.call("rpc.discover"))
+            self.assertEqual(c.call("auth", {"token": ALICE["token"]}), {"principal": "alice", "admin": False})
+            self.assertEqual(c.call("list"), [])
+            with self.assertRaises(RPCError) as e:
+                c.call("auth", {"token": BOB["token"]})
+            self.assertEqual(e.exception.reason, "invalid_state")
+
+    def test_failures_are_answered_one_a_second_and_others_are_served_meanwhile(self):
+        with self.server.connect_tcp() as guesser, self.server.connect_as("bob") as other:
+            started = time.monotonic()
+            ids = []
+            data = b""
+            for guess in ("wrong-1", "wrong-2", ALICE["token"]):
+                rid = guesser.next_id()
+                ids.append(rid)
+                data += line(req("auth", rid, {"token": guess}))
+            guesser.send_raw(data)
+            # While the guesses wait, another principal is answered at once.
+            self.assertEqual(other.call("list"), [])
+            self.assertEqual(guesser.pending(), [])
+            first = guesser.wait_response(ids[0], timeout=10)
+            second = guesser.wait_response(ids[1], timeout=10)
+            third = guesser.wait_response(ids[2], timeout=10)
+            elapsed = time.monotonic() - started
+            for r in (first, second):
+                self.assertEqual(r["error"]["data"]["reason"], "unauthenticated")
+            # The right token, sent behind two wrong ones, was judged only after both answers.
+            self.assertEqual(third["result"], {"principal": "alice", "admin": False})
+            self.assertGreaterEqual(elapsed, 1.9, "two failures cost at least two delays")
+            self.assertNotIn(ALICE["token"], self.server.stderr_text())
+
+    def test_attempts_queued_behind_a_success_are_answered(self):
+        # Found by the fuzzer: a success used to drop the attempts queued behind it, so
+        # a half-closed connection waited for their answers forever.
+        with self.server.connect_tcp() as c:
+            ids = [c.next_id() for _ in range(3)]
+            c.send_raw(b"".join(line(req("auth", rid, {"token": t}))
+                                for rid, t in zip(ids, ("wrong", ALICE["token"], ALICE["token"]))))
+            c.shutdown_write()
+            replies = [c.wait_response(rid, timeout=10) for rid in ids]
+            self.assertEqual(replies[0]["error"]["data"]["reason"], "unauthenticated")
+            self.assertEqual(replies[1]["result"]["principal"], "alice")
+            self.assertEqual(replies[2]["error"]["data"]["reason"], "invalid_state")
+            self.assertTrue(c.wait_closed(timeout=10))
+
+    def test_five_failures_close_the_connection(self):
+        with self.server.connect_tcp() as c:
+            for i in range(5):
+                with self.assertRaises(RPCError) as e:
+                    c.call("auth", {"token": "guess-%d" % i})
+                self.assertEqual(e.exception.reason, "unauthenticated")
+            self.assertTrue(c.wait_closed(timeout=10))
+        with self.server.connect_as("alice") as ok:
+            self.assertEqual(ok.call("list"), [])
+
+    def test_unix_socket_owner_needs_no_token(self):
+        with self.server.connect() as c:
+            self.assertEqual(c.call("server.stats")["principal"], "local")
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to connect under another uid")
+    def test_unix_peer_uid_maps_to_its_principal_or_must_auth(self):
+        os.chmod(self.server.dir, 0o755)
+        os.chmod(self.server.socket_path, 0o666)
+        script = (
+            "import json, socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile('rwb')\n"
+            "for i, (m, p) in enumerate([('server.stats', {}), ('auth', {'token': sys.argv[2]}), ('server.stats', {})]):\n"
+            "    f.write((json.dumps({'jsonrpc': '2.0', 'id': i, 'method': m, 'params': p}) + '\\n').encode()); f.flush()\n"
+            "    print(f.readline().decode().strip())\n")
+        # The system's Python: the test's own may live where uid 65534 cannot read.
+        out = subprocess.run(["/usr/bin/python3", "-c", script, self.server.socket_path, BOB["token"]],
+                             user=65534, capture_output=True, timeout=20, check=True).stdout.decode().splitlines()
+        replies = [json.loads(x) for x in out]
+        self.assertEqual(replies[0]["error"]["data"]["reason"], "unauthenticated")
+        self.assertEqual(replies[1]["result"]["principal"], "bob")
+        self.assertEqual(replies[2]["result"]["principal"], "bob")
+
+
+class TLSWithTokens(ServerTestCase):
+    """The TLS listener asks for a token like plain TCP, inside the verified channel."""
+
+    TLS = True
+    PRINCIPALS = (ALICE, BOB)
+
+    def test_auth_over_tls(self):
+        with self.server.connect_tls() as c:
+            with self.assertRaises(RPCError) as e:
+                c.call("list")
+            self.assertEqual(e.exception.reason, "unauthenticated")
+            self.assertEqual(c.call("auth", {"token": BOB["token"]}), {"principal": "bob", "admin": False})
+            self.assertEqual(c.call("server.stats")["principal"], "bob")
+
+
+class AuthTimeout(ServerTestCase):
+    TCP = True
+    PRINCIPALS = (ALICE,)
+    SERVER_ARGS = ("--auth-timeout", "0.5")
+
+    def test_a_silent_client_is_closed_after_the_auth_timeout(self):
+        with self.server.connect_tcp() as c:
+            note = c.read_message(timeout=10)
+            self.assertEqual(note["error"]["data"]["reason"], "unauthenticated")
+            self.assertTrue(c.wait_closed(timeout=10))
+        with self.server.connect_as("alice") as ok:
+            self.assertEqual(ok.call("list"), [])
+
+
+class UidPrincipal(ServerTestCase):
+    """A principal given by uid: Unix peers with that uid act for it without a token."""
+
+    PRINCIPALS = ({"name": "me", "uid": os.geteuid(), "limits": {"requests": 1}},)
+
+    def test_owner_uid_maps_to_the_configured_principal_and_its_limits(self):
+        with self.server.connect() as c:
+            self.assertEqual(c.call("server.stats")["principal"], "me")
+            c.call("create")
+            with self.assertRaises(RPCError) as e:
+                c.call("create")
+            self.assertEqual(e.exception.reason, "limit_exceeded")
+            self.assertEqual((e.exception.data["limit"], e.exception.data["max"]), ("requests", 1))
+
+
+class StartupRules(unittest.TestCase):
+    def run_briefly(self, args, config=None):
+        server = XhrpcServer(args=args, config=config)
+        with self.assertRaises(RuntimeError) as e:
+            server.start()
+        return str(e.exception)
+
+    def test_tcp_without_principals_needs_the_insecure_flag_on_loopback(self):
+        text = self.run_briefly(["--listen", "tcp:127.0.0.1:%d" % free_tcp_port()])
+        self.assertIn("--insecure-tcp", text)
+
+    def test_non_loopback_tcp_without_principals_refuses_even_with_the_flag(self):
+        text = self.run_briefly(["--listen", "tcp:0.0.0.0:%d" % free_tcp_port(), "--insecure-tcp"])
+        self.assertIn("non-loopback", text)
+
+    def test_bad_principals_are_refused_with_a_clear_message(self):
+        for principals, words in (([{"name": "x", "tokenSha256": "abc"}], "64 hex digits"),
+                                  ([{"name": "x"}], "needs a \"tokenSha256\" or a \"uid\""),
+                                  ([{"name": "local", "uid": 5}], "built-in"),
+                                  ([{"name": "a b", "uid": 5}], "a name is"),
+                                  ([{"name": "x", "uid": 5}, {"name": "x", "uid": 6}], "declared twice"),
+                                  ([{"name": "x", "uid": 5, "limits": {"requests": 0}}], "positive"),
+                                  ([{"name": "x", "uid": 5, "token": "t"}], "unknown key 'token'")):
+            self.assertIn(words, self.run_briefly([], config={"principals": principals}), principals)
+
+
+class Limits(ObjectTestCase):
+    TCP = True
+    DORA = {"name": "dora", "token": "dora-" + "d" * 40, "limits": {"bufferedBytes": 1 << 20}}
+    PRINCIPALS = (dict(ALICE, limits={"transfers": 2, "connections": 2}), BOB, DORA)
+    SERVER_ARGS = ("--max-response-bytes", "500000")
+
+    def test_transfers_in_flight_are_refused_past_the_limit_not_queued(self):
+        with self.server.connect_as("alice") as a:
+            for name in ("h1", "h2"):
+                self.start_request(a, name, self.url("/hang"))
+            a.call("create", {"request": "h3"})
+            a.call("open", {"request": "h3", "method": "GET", "url": self.url("/bytes/10"), "subscribe": False})
+            with self.assertRaises(RPCError) as e:
+                a.call("send", {"request": "h3"})
+            self.assertEqual((e.exception.reason, e.exception.data["limit"], e.exception.data["max"]),
+                             ("limit_exceeded", "transfers", 2))
+            self.assertEqual(a.call("getState", {"request": "h3"})["stateName"], "OPENED")
+            with self.assertRaises(RPCError) as e:
+                a.call("fetch", {"method": "GET", "url": self.url("/bytes/10")})
+            self.assertEqual(e.exception.data["limit"], "transfers")
+            # Another principal is not held by alice's limit.
+            with self.server.connect_as("bob") as b:
+                self.assertEqual(b.call("fetch", {"method": "GET", "url": self.url("/bytes/10")})["status"], 200)
+            self.assertTrue(a.call("abort", {"request": "h1"}))
+            self.assertTrue(a.call("send", {"request": "h3"}))
+            self.assertBody(a, "h3", 10)
+
+    def test_buffered_bytes_pause_transfers_and_refuse_sends_until_read(self):
+        with self.server.connect_as("dora") as a:
+            size = 400000
+            for name in ("b1", "b2", "b3"):
+                a.batch([("create", {"request": name}),
+                         ("open", {"request": name, "method": "GET", "url": self.url("/bytes/%d" % size),
+                                   "subscribe": False}),
+                         ("send", {"request": name})])
+            # Three 400 kB bodies exceed the 1 MiB budget: the transfers pause.
+            deadline = time.monotonic() + 30
+            while a.call("server.stats")["bufferedBytes"] < (1 << 20) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            stats = a.call("server.stats")
+            self.assertGreaterEqual(stats["bufferedBytes"], 1 << 20)
+            self.assertLess(stats["bufferedBytes"], (1 << 20) + 3 * size)
+            a.call("create", {"request": "b4"})
+            a.call("open", {"request": "b4", "method": "GET", "url": self.url("/bytes/10"), "subscribe": False})
+            with self.assertRaises(RPCError) as e:
+                a.call("send", {"request": "b4"})
+            self.assertEqual(e.exception.data["limit"], "bufferedBytes")
+            for name in ("b1", "b2", "b3"):
+                self.assertBody(a, name, size)
+            self.assertEqual(a.call("server.stats")["bufferedBytes"], 0)
+            self.assertTrue(a.call("send", {"request": "b4"}))
+            self.assertBody(a, "b4", 10)
+
+    def test_connections_per_principal(self):
+        with self.server.connect_as("alice"), self.server.connect_as("alice"):
+            with self.server.connect_tcp() as third:
+                with self.assertRaises(RPCError) as e:
+                    third.call("auth", {"token": ALICE["token"]})
+                self.assertEqual((e.exception.reason, e.exception.data["limit"]), ("limit_exceeded", "connections"))
+                self.assertEqual(third.call("auth", {"token": BOB["token"]})["principal"], "bob")
+        # Closed connections free their places.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with self.server.connect_as("alice") as again:
+                    self.assertEqual(again.call("list"), [])
+                break
+            except RPCError:
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.05)
+
+    def test_max_response_bytes_ends_in_done_with_status_0(self):
+        with self.server.connect_as("bob") as b:
+            self.start_request(b, "big", self.url("/bytes/600000"))
+            self.assertNextMessages(b, [state_change("big", s, 200, "OK") for s in (3, 4)] + [
+                state_change("big", 5, 0, ANY_STR)])
+            self.assertEqual(b.call("getStatus", {"request": "big"}), 0)
+            self.assertEqual(b.call("getStatusText", {"request": "big"}),
+                             "The response body is larger than 500000 bytes (--max-response-bytes)")
+            self.start_request(b, "fits", self.url("/bytes/500000"))
+            self.assertBody(b, "fits", 500000)
+            result = b.call("fetch", {"method": "GET", "url": self.url("/bytes/500001")})
+            self.assertEqual(result["status"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

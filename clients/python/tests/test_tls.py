@@ -1,0 +1,301 @@
+"""The TLS listener (``--listen tls:HOST:PORT --tls-cert --tls-key``) through the real
+xhrpcd: the same protocol with the server's certificate verified, refused handshakes
+that leave the server serving others, plaintext and silent clients closed, a TLS
+half-close, a 32 MiB body byte-exact, and a client that never reads closed with the
+server's memory given back.
+
+Certificates are made at test time (Tests/Fixtures/certs.py) by support.XhrpcServer
+with ``tls=True``, in the server's temporary directory.
+"""
+
+import os
+import select
+import shutil
+import socket
+import ssl
+import tempfile
+import time
+import unittest
+import warnings
+
+from support import SERVER_INFO, ServerTestCase, free_tcp_port, line, req, result
+from test_daemon import run_briefly
+from test_request_object import MIB, ObjectTestCase, note, poll_until, proc_kib
+from xhrpc import ConnectionClosed
+
+import certs  # Tests/Fixtures, on sys.path once support is imported  # noqa: E402
+
+INFO = "server.info"
+
+
+def info(id):
+    return result(SERVER_INFO, id)
+
+
+def read_until_closed(sock, timeout):
+    """Everything ``sock`` receives until the peer closes it (or ``timeout`` s pass)."""
+    deadline = time.monotonic() + timeout
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError("the server did not close the connection within %s s (got %r)" % (timeout, data[:100]))
+        ready, _, _ = select.select([sock], [], [], left)
+        if not ready:
+            continue
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+class Startup(unittest.TestCase):
+    """A tls: listener that cannot work stops the server at start, saying why."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="xhrpc-tls-start-")
+        cls.certs = certs.make_all(cls.dir)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def refused(self, *argv):
+        code, err = run_briefly(["--listen", "tls:127.0.0.1:%d" % free_tcp_port()] + list(argv))
+        self.assertNotEqual(code, 0, argv)
+        return err
+
+    def test_without_certificate_and_key(self):
+        self.assertIn("TLS needs a certificate and its key (--tls-cert FILE and --tls-key FILE", self.refused())
+
+    def test_certificate_without_key(self):
+        self.assertIn("--tls-cert and --tls-key go together", self.refused("--tls-cert", self.certs["good_cert"]))
+
+    def test_missing_certificate_file(self):
+        missing = os.path.join(self.dir, "missing.pem")
+        err = self.refused("--tls-cert", missing, "--tls-key", self.certs["good_key"])
+        self.assertIn("cannot read the TLS certificate file %s: No such file or directory" % missing, err)
+
+    def test_key_of_another_certificate(self):
+        err = self.refused("--tls-cert", self.certs["good_cert"], "--tls-key", self.certs["untrusted_key"])
+        self.assertIn("the TLS key file %s does not belong to the certificate in %s"
+                      % (self.certs["untrusted_key"], self.certs["good_cert"]), err)
+
+    def test_non_loopback_is_refused_like_tcp(self):
+        code, err = run_briefly(["--listen", "tls:0.0.0.0:%d" % free_tcp_port(),
+                                 "--tls-cert", self.certs["good_cert"], "--tls-key", self.certs["good_key"]])
+        self.assertNotEqual(code, 0)
+        self.assertIn("non-loopback", err)
+
+
+class TLSServer:
+    """Mixed into a test case: a server with a TLS listener too, and ``connect()``
+    gives a verified TLS client."""
+
+    TLS = True
+    # Short, so the deadline test is quick; a loopback handshake takes milliseconds.
+    HANDSHAKE_TIMEOUT_MS = 1500
+
+    @classmethod
+    def server_args(cls):
+        return tuple(super().server_args()) + ("--tls-handshake-timeout", str(cls.HANDSHAKE_TIMEOUT_MS))
+
+    def connect(self):
+        c = self.server.connect_tls()
+        self.addCleanup(c.close)
+        return c
+
+    def raw_tcp(self, timeout=10):
+        """A plain TCP socket to the TLS port."""
+        s = socket.create_connection(("127.0.0.1", self.server.tls_port), timeout=timeout)
+        self.addCleanup(s.close)
+        return s
+
+    def assertStillServing(self, id="after"):
+        self.assertMessage(info(id), self.connect().request(INFO, None, id=id))
+
+
+class Handshakes(TLSServer, ServerTestCase):
+    """Who gets in, who does not, and that the others keep being served."""
+
+    def test_server_info_with_verification(self):
+        c = self.connect()
+        self.assertIn(c.tls.version, ("TLSv1.2", "TLSv1.3"))
+        self.assertMessage(info(1), c.request(INFO, None, id=1))
+        got = c.batch([(INFO, None), (INFO, None)])
+        self.assertEqual(len(got), 2)
+        for m in got:
+            self.assertMessage(info(m["id"]), m)
+
+    def test_by_name_localhost(self):
+        c = self.server.connect_tls(server_hostname="localhost")
+        self.addCleanup(c.close)
+        self.assertMessage(info(1), c.request(INFO, None, id=1))
+
+    def test_tls_1_2_only_client(self):
+        ctx = ssl.create_default_context(cafile=self.server.certs["ca"])
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        c = self.server.connect_tls(context=ctx)
+        self.addCleanup(c.close)
+        self.assertEqual(c.tls.version, "TLSv1.2")
+        self.assertMessage(info(1), c.request(INFO, None, id=1))
+
+    def test_tls_1_1_client_is_refused(self):
+        ctx = ssl.create_default_context(cafile=self.server.certs["ca"])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # offering it is the point
+                ctx.minimum_version = ssl.TLSVersion.TLSv1
+                ctx.maximum_version = ssl.TLSVersion.TLSv1_1
+        except (ValueError, ssl.SSLError):
+            self.skipTest("this Python's OpenSSL cannot offer TLS 1.1 at all")
+        with self.assertRaises(ssl.SSLError):
+            self.server.connect_tls(context=ctx).close()
+        self.assertStillServing()
+
+    def test_wrong_ca_fails_and_the_server_keeps_serving(self):
+        with self.assertRaises(ssl.SSLCertVerificationError):
+            self.server.connect_tls(cafile=self.server.certs["untrusted_ca"]).close()
+        self.assertStillServing()
+
+    def test_wrong_name_fails(self):
+        with self.assertRaises(ssl.SSLCertVerificationError) as caught:
+            self.server.connect_tls(server_hostname="wrong.example").close()
+        self.assertIn("wrong.example", str(caught.exception))
+        self.assertStillServing()
+
+    def test_plaintext_client_is_closed_and_the_server_keeps_serving(self):
+        s = self.raw_tcp()
+        s.sendall(line(req(INFO, 1)))
+        got = read_until_closed(s, 10)
+        # At most a TLS alert record (content type 21), never a JSON-RPC reply.
+        self.assertTrue(got == b"" or got[0] == 21, "plaintext answered with %r" % got[:100])
+        self.assertStillServing()
+
+    def test_silent_client_is_closed_at_the_handshake_deadline(self):
+        s = self.raw_tcp()
+        t0 = time.monotonic()
+        self.assertEqual(read_until_closed(s, 10 + self.HANDSHAKE_TIMEOUT_MS / 1000), b"")
+        note("a silent TCP client was closed after %.2f s (deadline %d ms)"
+             % (time.monotonic() - t0, self.HANDSHAKE_TIMEOUT_MS))
+        self.assertStillServing()
+
+    def test_half_handshake_then_silence_is_closed(self):
+        # The first bytes of a ClientHello, then nothing: the record never completes.
+        s = self.raw_tcp()
+        s.sendall(bytes([22, 3, 1, 0x02, 0x00, 1, 0, 1]))
+        self.assertEqual(read_until_closed(s, 10 + self.HANDSHAKE_TIMEOUT_MS / 1000), b"")
+        self.assertStillServing()
+
+
+class Framing(TLSServer, ServerTestCase):
+    """The NDJSON framing and the half-close, through TLS."""
+
+    def test_values_split_across_writes_and_records(self):
+        c = self.connect()
+        c.send_raw(b'{"jsonrpc":"2.0",')
+        c.send_raw(b'"method":"server.info","id":1}{"jsonrpc"')
+        c.send_raw(b':"2.0","method":"server.info","id":2}\n')
+        self.assertNextMessages(c, [info(1), info(2)])
+
+    def test_half_close_still_gets_replies(self):
+        # shutdown_write sends close_notify and half-closes; the replies still come.
+        c = self.connect()
+        c.send_raw(line(req(INFO, 1)) + line([req(INFO, 2), req(INFO, 3)]))
+        c.shutdown_write()
+        self.assertNextMessages(c, [info(1), [info(2), info(3)]])
+        self.assertTrue(c.wait_closed(10), "server did not close after answering a half-closed TLS client")
+        self.assertEqual(c.pending(), [])
+        self.assertEqual(c.malformed, [])
+
+
+class LargeBody(TLSServer, ObjectTestCase):
+    """A 32 MiB response body through getReceiveBuffer over TLS, byte-exact."""
+
+    SIZE = 32 * MIB
+
+    def test_32_mib_byte_exact(self):
+        self.need("create", "open", "send", "getReceiveBuffer")
+        c = self.connect()
+        self.start_request(c, "big", self.url("/bytes/%d?seed=5" % self.SIZE))
+        self.assertBody(c, "big", self.SIZE, seed=5, timeout=120)
+
+
+class NeverReadingClient(TLSServer, ObjectTestCase):
+    """A TLS client that asks for more than the out-queue limit (64 MiB) and never
+    reads is closed for not reading; the others are served meanwhile, and the
+    server's memory comes back afterwards."""
+
+    LOG_LEVEL = "notice"  # the closing is logged at notice level
+    BODIES = 8
+    BODY = 7 * MIB  # under the default --max-buffer-bytes (8 MiB): each body is buffered whole
+
+    def test_closed_and_memory_given_back(self):
+        self.need("create", "open", "send", "getReceiveBuffer", "release", "list")
+        pid = self.server.proc.pid
+        c = self.connect()
+        names = ["lazy%d" % i for i in range(self.BODIES)]
+        for i, name in enumerate(names):
+            c.send_raw(line([req("create", 1, {"request": name}),
+                             req("open", 2, {"request": name, "method": "GET",
+                                             "url": self.url("/bytes/%d?seed=%d" % (self.BODY, i))}),
+                             req("send", 3, {"request": name})]))
+
+        def all_done():
+            items = c.call("list")
+            return len(items) == self.BODIES and all(it["state"] == 5 for it in items)
+        poll_until(all_done, 60, "all %d bodies downloaded" % self.BODIES)
+        rss_before = proc_kib(pid, "VmRSS")
+
+        # A raw TLS socket that asks for every body (~11 MiB of base64 each) and never
+        # reads a byte of the replies.
+        ctx = ssl.create_default_context(cafile=self.server.certs["ca"])
+        lazy = ctx.wrap_socket(self.raw_tcp(), server_hostname="127.0.0.1")
+        self.addCleanup(lazy.close)
+        lazy.sendall(b"".join(line(req("getReceiveBuffer", i, {"request": n})) for i, n in enumerate(names)))
+
+        # The server closes it: the connection count falls back to this client alone.
+        poll_until(lambda: c.call(INFO)["connections"] == 1, 60, "the never-reading TLS client closed")
+        self.assertMessage(info("during"), c.request(INFO, None, id="during"))
+        self.assertIn("client is not reading", self.server.stderr_text())
+        for name in names:
+            c.call("release", {"request": name})
+        rss_after = poll_until(lambda: (lambda r: r if r <= rss_before + 16 * 1024 else None)(proc_kib(pid, "VmRSS")),
+                               30, "VmRSS back within 16 MiB of its level before the lazy client")
+        peak = proc_kib(pid, "VmHWM")
+        note("never-reading TLS client asking %d x %d MiB: closed; xhrpcd VmRSS %.1f MiB before, %.1f MiB after, "
+             "peak (VmHWM) %.1f MiB" % (self.BODIES, self.BODY // MIB, rss_before / 1024, rss_after / 1024, peak / 1024))
+        # Bodies (64 MiB) + the out-queue limit (64 MiB) + the replies being encoded
+        # (at most all of them, ~90 MiB, once as JSON and once queued) and the rest.
+        self.assertLess(peak, rss_before + 400 * 1024, "peak RSS beyond what the limits explain")
+
+
+class RefusedOverTLS(TLSServer, ServerTestCase):
+    """Past --max-connections a TLS client still gets the error, after its handshake,
+    and is then closed (the refused connection waits for its flush, not forever)."""
+
+    SERVER_ARGS = ("--max-connections", "1")
+
+    def test_refusal_arrives_then_close(self):
+        # The start-up probes (plain connects to each port) hold a slot until the
+        # server has seen them go: the first client retries until it is in.
+        def admitted():
+            c = self.server.connect_tls()
+            try:
+                c.request(INFO, None, id=1)
+                return c
+            except ConnectionClosed:  # refused: a probe still held the slot
+                c.close()
+                return None
+        first = poll_until(admitted, 10, "one TLS client admitted")
+        self.addCleanup(first.close)
+        second = self.connect()
+        refusal = second.read_message(10)
+        self.assertEqual(refusal["id"], None)
+        self.assertEqual(refusal["error"]["data"]["reason"], "limit_exceeded")
+        self.assertTrue(second.wait_closed(10), "the refused TLS connection was not closed")
+        self.assertMessage(info(2), first.request(INFO, None, id=2))
