@@ -103,8 +103,8 @@ public final class Server {
         var bound: [ListenAddress] = []
         // Before any listener opens, so a refused address or a bad certificate leaves
         // nothing behind and no client ever reaches a server that is about to exit.
-        for address in config.listen { try checkTCPAllowed(address) }
         let tls = try makeTLSContext()
+        for address in config.listen { try checkTCPAllowed(address) }
         for address in config.listen {
             let listener: Listener
             let actual: ListenAddress
@@ -298,6 +298,11 @@ public final class Server {
         for c in connections.values where c.context is ClientSession {
             c.notify("onShutdown", ["drainSeconds": drain.secondsJSON])
         }
+        // Nothing to wait for (no client, or a start that failed): no drain to speak of.
+        if drainIsComplete {
+            endDrain()
+            return
+        }
         // Without its deadline a drain could last for ever: rather none at all.
         guard let timer = try? EventLoop.Timer(loop: loop) else {
             logger.error("no timer for the drain's deadline: stopping without a drain")
@@ -310,7 +315,6 @@ public final class Server {
         }
         drainDeadline = timer
         logger.info("draining: \(connections.count) connections, \(transfersInFlight) transfers in flight, up to \(drain) s")
-        if drainIsComplete { endDrain() }
     }
 
     /// Something that may end the drain happened (a request reached DONE or was read to
@@ -353,7 +357,9 @@ public final class Server {
             guard let s = c.context as? ClientSession else { continue }
             for r in s.fetches.values where r.abort() { aborted += 1 }
         }
-        logger.info("drain over: \(aborted) transfers aborted, closing \(connections.count) connections")
+        if aborted > 0 || !connections.isEmpty {
+            logger.info("drain over: \(aborted) transfers aborted, closing \(connections.count) connections")
+        }
         if connections.isEmpty { finishShutdown(); return }
         for c in connections.values { c.closeAfterFlush() }
         // Those with nothing queued closed at once, and the last close finished the
