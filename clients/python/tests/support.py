@@ -205,10 +205,7 @@ class XhrpcServer:
 
     def connect_tcp(self, token=None):
         """A TCP client; with ``token``, already authenticated with it."""
-        client = Client.connect_tcp("127.0.0.1", self.tcp_port)
-        if token is not None:
-            client.call("auth", {"token": token})
-        return client
+        return Client.connect_tcp("127.0.0.1", self.tcp_port, token=token)
 
     def connect_as(self, name):
         """A TCP client authenticated as the principal called ``name``."""

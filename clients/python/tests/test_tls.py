@@ -21,7 +21,7 @@ import warnings
 from support import SERVER_INFO, ServerTestCase, free_tcp_port, line, req, result
 from test_daemon import run_briefly
 from test_request_object import MIB, ObjectTestCase, note, poll_until, proc_kib
-from xhrpc import ConnectionClosed
+from xhrpc import Client, ConnectionClosed, RPCError
 
 import certs  # Tests/Fixtures, on sys.path once support is imported  # noqa: E402
 
@@ -299,3 +299,23 @@ class RefusedOverTLS(TLSServer, ServerTestCase):
         self.assertEqual(refusal["error"]["data"]["reason"], "limit_exceeded")
         self.assertTrue(second.wait_closed(10), "the refused TLS connection was not closed")
         self.assertMessage(info(2), first.request(INFO, None, id=2))
+
+
+class PrincipalsOverTLS(TLSServer, ServerTestCase):
+    """A TLS listener with principals: ``connect_tls(token=...)`` authenticates before
+    it returns; a wrong token raises and leaves the connection closed."""
+
+    PRINCIPALS = ({"name": "carol", "token": "carol-" + "c" * 40},)
+
+    def test_token_argument_authenticates_and_a_wrong_one_raises(self):
+        kwargs = {"cafile": self.server.certs["ca"]}
+        with Client.connect_tls("127.0.0.1", self.server.tls_port, token="carol-" + "c" * 40, **kwargs) as c:
+            self.assertEqual(c.auth_result, {"principal": "carol", "admin": False})
+            self.assertEqual(c.call("list"), [])
+        with self.assertRaises(RPCError) as e:
+            Client.connect_tls("127.0.0.1", self.server.tls_port, token="not-carol", **kwargs)
+        self.assertEqual(e.exception.reason, "unauthenticated")
+        with self.server.connect_tls() as anonymous:
+            with self.assertRaises(RPCError) as e:
+                anonymous.call("list")
+            self.assertEqual(e.exception.reason, "unauthenticated")

@@ -234,13 +234,17 @@ class Client:
         self._closed = False          # no more messages will arrive
         self._close_error = None      # why the reader stopped, if not a clean EOF
         self.malformed = []           # raw lines that were not JSON
+        self.auth_result = None       # auth's answer when a constructor was given a token
         self._reader = threading.Thread(target=self._read_loop, name="xhrpc-reader", daemon=True)
         self._reader.start()
 
     # ---- construction ---------------------------------------------------
 
+    # Each constructor takes ``token``: when given, the new client calls ``auth`` with
+    # it before it is returned (and is closed if that fails, the RPCError raised).
+
     @classmethod
-    def connect_unix(cls, path, timeout=10):
+    def connect_unix(cls, path, timeout=10, token=None):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
         try:
@@ -249,17 +253,29 @@ class Client:
             s.close()
             raise
         s.settimeout(None)
-        return cls(s)
+        return cls(s)._authenticated(token, timeout)
 
     @classmethod
-    def connect_tcp(cls, host, port, timeout=10):
+    def connect_tcp(cls, host, port, timeout=10, token=None):
         s = socket.create_connection((host, port), timeout=timeout)
         s.settimeout(None)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return cls(s)
+        return cls(s)._authenticated(token, timeout)
+
+    def _authenticated(self, token, timeout):
+        if token is None:
+            return self
+        try:
+            # A wrong token is answered after the server's failure delay (1 s).
+            self.auth_result = self.call("auth", {"token": token}, timeout=timeout + 5)
+        except BaseException:
+            self.close()
+            raise
+        return self
 
     @classmethod
-    def connect_tls(cls, host, port, cafile=None, server_hostname=None, timeout=10, context=None):
+    def connect_tls(cls, host, port, cafile=None, server_hostname=None, timeout=10, context=None,
+                    token=None):
         """Connect to a ``tls:`` listener and finish the TLS handshake.
 
         The server's certificate is verified, host name included:
@@ -282,7 +298,7 @@ class Client:
         except BaseException:
             s.close()
             raise
-        return cls(s, tls)
+        return cls(s, tls)._authenticated(token, timeout)
 
     def __enter__(self):
         return self
