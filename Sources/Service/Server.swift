@@ -44,6 +44,9 @@ public final class Server {
 
     private var listeners: [(address: ListenAddress, listener: Listener)] = []
     private(set) var connections: [UInt64: RPCConnection] = [:]
+    /// Connections answered with a refusal and closing once it is out (a TLS one after
+    /// its handshake): a shutdown closes them at once rather than wait for them.
+    private var refused: [UInt64: RPCConnection] = [:]
     private var nextConnectionID: UInt64 = 1
     public private(set) var totalConnections: UInt64 = 0
 
@@ -206,6 +209,8 @@ public final class Server {
     private func refuse(_ conn: RPCConnection, _ error: RPCError) {
         conn.send(["jsonrpc": "2.0", "error": error.json, "id": .null])
         logger.warning("refusing connection from \(conn.peerDescription): \(error.message)")
+        refused[conn.id] = conn
+        conn.onClose = { [unowned self] c in refused[c.id] = nil }
         conn.closeAfterFlush()
     }
 
@@ -378,6 +383,7 @@ public final class Server {
     private func finishShutdown() {
         closeDeadline?.close()
         closeDeadline = nil
+        for c in refused.values { c.close(reason: "shutting down") }
         lifetime.close()
         for p in principals.values {
             for r in p.requests.values { release(r) }

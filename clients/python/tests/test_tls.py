@@ -18,7 +18,7 @@ import time
 import unittest
 import warnings
 
-from support import SERVER_INFO, ServerTestCase, free_tcp_port, line, req, result
+from support import SERVER_INFO, ServerTestCase, XhrpcServer, free_tcp_port, line, req, result
 from test_daemon import run_briefly
 from test_request_object import MIB, ObjectTestCase, note, poll_until, proc_kib
 from xhrpc import Client, ConnectionClosed, RPCError
@@ -299,6 +299,38 @@ class RefusedOverTLS(TLSServer, ServerTestCase):
         self.assertEqual(refusal["error"]["data"]["reason"], "limit_exceeded")
         self.assertTrue(second.wait_closed(10), "the refused TLS connection was not closed")
         self.assertMessage(info(2), first.request(INFO, None, id=2))
+
+
+class RefusedMidHandshake(unittest.TestCase):
+    """A refused TLS connection that never finishes its handshake does not hold up a
+    shutdown: with a one-minute handshake timeout the server still exits 0 at once."""
+
+    def test_shutdown_closes_it_without_waiting_for_the_handshake(self):
+        server = XhrpcServer(tls=True, args=("--max-connections", "1", "--tls-handshake-timeout", "60000"),
+                             log_level="info").start()
+        self.addCleanup(server.kill)
+
+        # A Unix client takes the one slot (retrying while a start-up probe holds it).
+        def admitted():
+            c = server.connect()
+            try:
+                c.request(INFO, None, id=1)
+                return c
+            except (ConnectionClosed, OSError):  # refused, or closed before we wrote
+                c.close()
+                return None
+        holder = poll_until(admitted, 10, "one client admitted")
+        silent = socket.create_connection(("127.0.0.1", server.tls_port), timeout=10)
+        self.addCleanup(silent.close)
+        # Refused; the refusal waits for a handshake that never comes.
+        poll_until(lambda: "refusing connection" in server.stderr_text(), 10, "the refusal logged")
+        holder.close()
+        started = time.monotonic()
+        # STOP_DEADLINE (15 s) is far below the 60 s handshake timeout: a server that
+        # waited for the handshake would be killed and stop() would answer None.
+        self.assertEqual(server.stop(), 0)
+        self.assertEqual(silent.recv(1), b"")
+        note("stopped %.2f s after SIGTERM with a refused connection mid-handshake" % (time.monotonic() - started))
 
 
 class PrincipalsOverTLS(TLSServer, ServerTestCase):
