@@ -20,8 +20,15 @@ enum HTTPSyntax {
         !s.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
 
-    /// As XMLHttpRequest does: the standard methods in upper case, others as given.
-    static func normalizeMethod(_ m: String) -> String {
+    /// Longer than any method in use (the longest registered one has 17 letters).
+    static let maxMethodBytes = 64
+
+    /// A client's HTTP method, checked (a token of at most `maxMethodBytes`) and, as
+    /// XMLHttpRequest does, the standard methods in upper case, others as given.
+    static func method(_ m: String) throws(RPCError) -> String {
+        guard isToken(m), m.utf8.count <= maxMethodBytes else {
+            throw .invalidParams("'method' must be an HTTP method token of at most \(maxMethodBytes) bytes, such as GET")
+        }
         let upper = m.uppercased()
         return ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH"].contains(upper) ? upper : m
     }

@@ -12,8 +12,7 @@ extension Server {
             let s = try session(call)
             try checkAcceptingTransfers()
             let p = call.params
-            let method = try p.optionalString("method") ?? "GET"
-            guard HTTPSyntax.isToken(method) else { throw RPCError.invalidParams("'method' must be an HTTP method token such as GET") }
+            let method = try HTTPSyntax.method(try p.optionalString("method") ?? "GET")
             let url = try p.string("url")
             try HTTPSyntax.checkURL(url)
             let responseType = try p.optionalWord("responseType", oneOf: ["text", "base64", "json"]) ?? "text"
@@ -28,7 +27,7 @@ extension Server {
 
             let r = HTTPRequest(handle: "fetch", principal: s.principal, creator: nil, server: self)
             r.failsWhenBufferFull = true
-            r.open(method: HTTPSyntax.normalizeMethod(method), url: url, async: true, user: nil, password: nil,
+            r.open(method: method, url: url, async: true, user: nil, password: nil,
                    auth: .basic, opener: nil)
             for m in try p.optionalObject("headers")?.members ?? [] {
                 guard let value = m.value.stringValue else { throw RPCError.invalidParams("header '\(m.key)' must have a string value") }

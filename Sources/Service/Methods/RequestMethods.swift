@@ -54,13 +54,12 @@ extension Server {
 
         onRequest("open", params: ["method", "url", "async?", "user?", "password?", "auth?", "subscribe?"]) { [unowned self] r, call in
             let p = call.params
-            let method = try p.string("method")
-            guard HTTPSyntax.isToken(method) else { throw RPCError.invalidParams("'method' must be an HTTP method token such as GET") }
+            let method = try HTTPSyntax.method(try p.string("method"))
             let url = try p.string("url")
             try HTTPSyntax.checkURL(url)
             let auth = try p.optionalWord("auth", oneOf: AuthScheme.allNames).flatMap(AuthScheme.init(rawValue:)) ?? .basic
             let s = try session(call)
-            r.open(method: HTTPSyntax.normalizeMethod(method), url: url,
+            r.open(method: method, url: url,
                    async: try p.bool("async", default: true), user: try p.optionalString("user"),
                    password: try p.optionalString("password"), auth: auth,
                    opener: try p.bool("subscribe", default: true) ? s : nil)

@@ -180,7 +180,9 @@ class Abuse(ObjectTestCase):
         limit = 64 * 1024
         a.call("create", {"request": "u"})
         for method, params in (("create", {"request": "n" * 129}), ("create", {"request": "n" * (limit - 200)}),
-                               ("open", {"request": "u", "method": "GET", "url": self.url("/?" + "q" * 8192)})):
+                               ("open", {"request": "u", "method": "GET", "url": self.url("/?" + "q" * 8192)}),
+                               ("open", {"request": "u", "method": "M" * 65, "url": self.url("/")}),
+                               ("fetch", {"method": "M" * 65, "url": self.url("/")})):
             with self.assertRaises(RPCError) as e:
                 a.call(method, params)
             self.assertEqual(e.exception.code, -32602, method)
