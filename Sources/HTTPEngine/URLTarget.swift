@@ -90,9 +90,9 @@ public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
 
     /// One part of the URL, or nil when libcurl cannot give it. The string libcurl hands
     /// back is freed whatever the result: libcurl 7.88 fills it in and then fails for a
-    /// host it cannot convert with `CURLU_PUNYCODE` (any non-ASCII name when the process
-    /// runs in the C locale, as xhrpcd does), and freeing it only on success leaked it
-    /// (found by the fuzzer).
+    /// host it cannot convert with `CURLU_PUNYCODE` (a name that is not valid IDNA, or
+    /// any non-ASCII name in a process whose locale is not UTF-8), and freeing it only
+    /// on success leaked it (found by the fuzzer).
     private static func part(_ u: OpaquePointer, _ which: CURLUPart, _ flags: UInt32) -> String? {
         var p: UnsafeMutablePointer<CChar>? = nil
         let rc = curl_url_get(u, which, &p, flags)

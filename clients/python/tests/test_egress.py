@@ -201,6 +201,25 @@ class WildcardNames(EgressCase):
                           "x.evil.localhost:%d matches the deny pattern *.evil.localhost." % up)
 
 
+class InternationalNames(EgressCase):
+    """A name in Unicode is checked, and sent, in its ASCII (xn--) form, the only form
+    a pattern may be written in; libcurl resolves *.localhost itself, so no DNS."""
+
+    SERVER_ARGS = ("--allow", "xn--bcher-kva.localhost", "--allow", "127.0.0.1",
+                   "--deny", "xn--mnchen-3ya.localhost")
+    DEFAULT_POLICY = True
+
+    def test_unicode_names_match_their_xn_form(self):
+        up = self.upstream.port
+        reply = self.fetch("http://bücher.localhost:%d/headers" % up)
+        self.assertEqual(reply["status"], 200, reply)
+        self.assertIn("xn--bcher-kva.localhost", reply["body"])  # the Host header libcurl sent
+        self.assertDenied(self.fetch("http://münchen.localhost:%d/" % up),
+                          "xn--mnchen-3ya.localhost:%d matches the deny pattern xn--mnchen-3ya.localhost." % up)
+        self.assertDenied(self.fetch("http://straße.localhost:%d/" % up),
+                          "xn--strae-oqa.localhost:%d matches no allow pattern." % up)
+
+
 class Redirects(EgressCase):
     """Both checks on every hop; only http and https; the denied hop is never contacted."""
 
