@@ -185,6 +185,9 @@ extension Server {
                     continue
                 }
                 pending.stopTimers()
+                // What the connection exchanged until now was an anonymous one's.
+                anonymousUsage.bytesIn += conn.bytesIn
+                anonymousUsage.bytesOut += conn.bytesOut
                 conn.context = ClientSession(connection: conn, principal: p)
                 logger.info("\(conn.peerDescription) authenticated as '\(p.name)'")
                 call.reply(["principal": .string(p.name), "admin": .bool(p.isAdmin)])

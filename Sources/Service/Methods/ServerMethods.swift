@@ -61,10 +61,14 @@ extension Server {
         for p in group { add(p.usage) }
         if anonymous { add(anonymousUsage) }
         for c in connections.values {
-            let owner = (c.context as? ClientSession).map { ObjectIdentifier($0.principal) }
-            guard owner.map(members.contains) ?? anonymous else { continue }
-            totals.bytesIn += c.bytesIn
-            totals.bytesOut += c.bytesOut
+            guard let s = c.context as? ClientSession else {
+                if anonymous { totals.bytesIn += c.bytesIn; totals.bytesOut += c.bytesOut }
+                continue
+            }
+            if members.contains(ObjectIdentifier(s.principal)) {
+                totals.bytesIn += s.bytesIn
+                totals.bytesOut += s.bytesOut
+            }
         }
         var states = JSONObject()
         for state in RequestState.allCases { states[state.name] = 0 }

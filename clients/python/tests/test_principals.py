@@ -147,6 +147,27 @@ class TwoPrincipals(ObjectTestCase):
             self.assertNotIn(p["token"], text)
 
 
+class ByteCounts(ServerTestCase):
+    """A principal's bytes start when its connection starts to act for it: the auth
+    exchange before that is counted with the anonymous connections."""
+
+    TCP = True
+    PRINCIPALS = (dict(ALICE, admin=True),)
+
+    def test_the_auth_exchange_is_not_the_principals(self):
+        with self.server.connect_tcp() as c:
+            auth = line(req("auth", 1, {"token": ALICE["token"]}))
+            stats = line(req("server.stats", 2))
+            c.send_raw(auth)
+            _, reply = c.read_message(raw=True)
+            reply_bytes = len(reply) + (0 if reply.endswith(b"\n") else 1)
+            c.send_raw(stats)
+            mine = c.read_message()["result"]
+        self.assertEqual((mine["bytesIn"], mine["bytesOut"]), (len(stats), reply_bytes))
+        # The auth request went to the anonymous connections, whose bytes the total adds.
+        self.assertGreaterEqual(mine["total"]["bytesIn"] - mine["bytesIn"], len(auth))
+
+
 class Authentication(ServerTestCase):
     TCP = True
     PRINCIPALS = (ALICE, BOB)
