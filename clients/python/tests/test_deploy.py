@@ -400,6 +400,14 @@ class Files(unittest.TestCase):
             self.assertTrue(selector)
             self.assertEqual({k: labels.get(k) for k in selector}, selector)
 
+    def test_containers_run_as_the_images_user(self):
+        (uid,) = dockerfile()["USER"]
+        pod = kubernetes("Deployment")["spec"]["template"]["spec"]["securityContext"]
+        self.assertEqual((str(pod["runAsUser"]), str(pod["runAsGroup"]), str(pod["fsGroup"])), (uid, uid, uid))
+        self.assertTrue(pod["runAsNonRoot"])
+        for name in ("xhrpcd", "shell"):
+            self.assertEqual(compose_service(name)["user"], "%s:%s" % (uid, uid), name)
+
     def test_examples_hold_placeholders_only(self):
         principals = {p["name"]: p for p in example_config()["principals"]}
         self.assertEqual(set(principals), set(PLACEHOLDER_TOKENS))
@@ -466,8 +474,10 @@ class Commands(unittest.TestCase):
             if path == s.config_path:
                 with open(local(path), "w") as f:
                     json.dump(config, f)
-            else:
+            elif path in sources:
                 shutil.copyfile(sources[path], local(path))
+            else:
+                self.fail("%s provides %s, which the server does not read" % (deployment.name, path))
         argv = [local(a) if a.startswith("/") else a for a in deployment.argv]
 
         server = XhrpcServer()
