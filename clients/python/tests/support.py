@@ -154,6 +154,15 @@ class XhrpcServer:
         if not self.default_policy:
             argv += self.LOOPBACK_ALLOW
         argv += self.extra_args
+        return self.launch(argv)
+
+    def launch(self, argv):
+        """Runs ``argv`` (the binary first) as the server and waits until it accepts.
+
+        ``start`` builds the command line; a test that needs one of its own (an operator's
+        exact command) sets ``dir`` (for the logs), ``socket_path`` and the ports it
+        listens on (``tcp_port``, ``tls_port``), which are what readiness is checked on.
+        """
         self.argv = argv
         self.stdout_path = os.path.join(self.dir, "stdout.log")
         self.stderr_path = os.path.join(self.dir, "stderr.log")

@@ -43,15 +43,9 @@ class SocketFile(unittest.TestCase):
         stale.bind(path)
         stale.close()  # the file stays, nobody listens: a server that died
         self.assertTrue(os.path.exists(path))
-        srv = XhrpcServer(args=[])
+        srv = XhrpcServer()
         srv.dir, srv.socket_path = d, path
-        binary = require_binary()
-        srv.argv = [binary, "--listen", "unix:" + path, "--log-level", "warning"]
-        srv.stdout_path = os.path.join(d, "out")
-        srv.stderr_path = os.path.join(d, "err")
-        with open(srv.stdout_path, "wb") as out, open(srv.stderr_path, "wb") as err:
-            srv.proc = subprocess.Popen(srv.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        srv._wait_ready()
+        srv.launch([require_binary(), "--listen", "unix:" + path, "--log-level", "warning"])
         try:
             with srv.connect() as c:
                 self.assertEqual(c.call("server.info")["name"], "xhrpcd")
