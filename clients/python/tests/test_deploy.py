@@ -11,7 +11,7 @@ must be the same in the config, the Deployment, the Service, the NetworkPolicy a
 compose file. Then each command runs for real, on a copy of the example config whose
 paths are moved into a temporary directory and whose TLS listener is moved to
 loopback, with a certificate made by the README's openssl command: a client verifies
-it, authenticates with each placeholder token, and the probes pass.
+it, authenticates with a token made for each principal, and the probes pass.
 
 `systemd-analyze verify` checks the unit where systemd-analyze is installed (the test
 is skipped, saying so, where it is not). `make lint` validates the manifests and the
@@ -40,9 +40,10 @@ COMPOSE = DEPLOY / "compose.yaml"
 KUBERNETES = DEPLOY / "kubernetes"
 UNIT = DEPLOY / "systemd" / "xhrpcd.service"
 
-# The public placeholder tokens whose SHA-256 the example config holds, by principal
-# (the README's "Deploying" section names them, and says to replace them).
-PLACEHOLDER_TOKENS = {"app": "CHANGE-ME-example-app-token", "ops": "CHANGE-ME-example-ops-token"}
+# The example config's principals. Their "tokenSha256" is a placeholder that is not a
+# digest, so an unedited copy refuses to start; the tests put in the digests of tokens
+# they make, as the README's "Deploying" section tells an operator to.
+EXAMPLE_PRINCIPALS = ("app", "ops")
 ADMINS = {"ops"}
 # What the server does after the drain before it exits: queued replies go out for up
 # to a second, then cookies are saved. A grace period must leave this much on top.
@@ -410,18 +411,24 @@ class Files(unittest.TestCase):
 
     def test_examples_hold_placeholders_only(self):
         principals = {p["name"]: p for p in example_config()["principals"]}
-        self.assertEqual(set(principals), set(PLACEHOLDER_TOKENS))
+        self.assertEqual(set(principals), set(EXAMPLE_PRINCIPALS))
         readme = (REPO / "README.md").read_text()
-        for name, token in PLACEHOLDER_TOKENS.items():
-            self.assertEqual(principals[name]["tokenSha256"], hashlib.sha256(token.encode()).hexdigest(), name)
-            self.assertEqual(principals[name].get("admin", False), name in ADMINS, name)
-            self.assertIn(token, readme)
+        for name, p in principals.items():
+            self.assertTrue(p["tokenSha256"].startswith("REPLACE-WITH-"), name)
+            self.assertIn(p["tokenSha256"], readme)
+            self.assertEqual(p.get("admin", False), name in ADMINS, name)
         for key, value in kubernetes("Secret")["stringData"].items():
             self.assertTrue(value.startswith("REPLACE-ME"), key)
         self.assertIn(CERT_COMMAND, " ".join(readme.replace("\\\n", " ").split()))  # continued lines joined
         for path in DEPLOY.rglob("*"):
             if path.is_file():
                 self.assertNotIn("PRIVATE KEY-----", path.read_text(errors="replace"), path)
+
+    def test_an_unedited_example_config_refuses_to_start(self):
+        p = subprocess.run([require_binary(), "--config", str(EXAMPLE_CONFIG)],
+                           capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('"tokenSha256" must be 64 hex digits', p.stderr)
 
     def test_systemd_analyze_verify(self):
         analyze = shutil.which("systemd-analyze")
@@ -460,6 +467,9 @@ class Commands(unittest.TestCase):
 
         port = free_tcp_port()
         config = example_config()
+        tokens = {p["name"]: os.urandom(32).hex() for p in config["principals"]}
+        for p in config["principals"]:
+            p["tokenSha256"] = hashlib.sha256(tokens[p["name"]].encode()).hexdigest()
         config["listen"] = ["tls:127.0.0.1:%d" % port if a.startswith("tls:") else "unix:" + local(a[5:])
                             for a in config["listen"]]
         for key in ("tlsCert", "tlsKey", "stateDir"):
@@ -484,7 +494,7 @@ class Commands(unittest.TestCase):
         server.dir, server.socket_path, server.tls_port = d, local(s.socket_path), port
         server.launch([require_binary()] + argv)
         try:
-            for name, token in PLACEHOLDER_TOKENS.items():
+            for name, token in tokens.items():
                 with Client.connect_tls("127.0.0.1", port, cafile=ca, server_hostname="localhost") as c:
                     with self.assertRaises(RPCError) as refused:
                         c.call("server.info")
