@@ -60,11 +60,15 @@ let package = Package(
             "Service", "EventLoop", "JSON", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
             "CShims",
         ], swiftSettings: fuzzInstrumented + [.define("XHRPC_FUZZ", .when(traits: ["Fuzz"]))]),
+        // Helpers more than one test target needs (test targets cannot import each other).
+        // Plain Swift that throws or returns, no Swift Testing: the assertions stay in the
+        // tests. Part of no product.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
-        .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop"]),
+        .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop", "TestSupport"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "JSON", "EventLoop"]),
-        .testTarget(name: "HTTPEngineTests", dependencies: ["HTTPEngine", "EventLoop"]),
+        .testTarget(name: "HTTPEngineTests", dependencies: ["HTTPEngine", "EventLoop", "TestSupport"]),
         .testTarget(name: "ServiceTests", dependencies: ["Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine"]),
     ]
 )

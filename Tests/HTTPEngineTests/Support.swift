@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import EventLoop
 @testable import HTTPEngine
+import TestSupport
 
 /// libcurl's global init, once per test process, before the first engine.
 enum CurlSetup {
@@ -327,38 +328,7 @@ func json(_ r: Recorder) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(r.body))) as? [String: Any] ?? [:]
 }
 
-/// The certificates of `Tests/Fixtures/certs.py`, made once per test process in a
-/// private temporary directory (about 0.5 s) and removed when the process exits.
-enum TestCertificates {
-    /// `{name: path}` and the pin strings, as `make_all` returns them; empty when
-    /// certs.py failed (the tests using it then fail on a missing path, and
-    /// `madeAll` says why).
-    static let paths: [String: String] = make()
-    static var madeAll: Bool { paths["ca"] != nil }
-    private static let directory = NSTemporaryDirectory() + "xhrpc-certs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-
-    static func path(_ name: String) -> String { paths[name] ?? "/nonexistent/\(name)" }
-
-    private static func make() -> [String: String] {
-        let p = Process()
-        let out = Pipe()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", Upstream.fixtures + "/certs.py", directory]
-        p.standardOutput = out
-        do { try p.run() } catch { return [:] }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        atexit { try? FileManager.default.removeItem(atPath: TestCertificates.directory) }
-        guard p.terminationStatus == 0,
-              let o = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return [:] }
-        return o.compactMapValues { $0 as? String }
-    }
-
-    /// upstream.py arguments serving `cert`/`key` (names of `make_all`) over TLS.
-    static func serving(_ cert: String, _ key: String, _ extra: [String] = []) -> [String] {
-        ["--tls-cert", path(cert), "--tls-key", path(key)] + extra
-    }
-
+extension TestCertificates {
     /// Engine options trusting the test CA only.
     static var trustingTestCA: EngineOptions {
         var o = EngineOptions()

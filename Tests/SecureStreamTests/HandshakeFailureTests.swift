@@ -1,6 +1,7 @@
 import EventLoop
 import Testing
 @testable import SecureStream
+import TestSupport
 
 /// What a server TLS stream's reading owner got, and what the client saw; the test
 /// ends when both sides have seen the end.

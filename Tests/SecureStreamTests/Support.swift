@@ -2,34 +2,10 @@ import EventLoop
 import Foundation
 import Testing
 @testable import SecureStream
+import TestSupport
 
-/// The certificates of `Tests/Fixtures/certs.py`, made once per test process in a
-/// private temporary directory and removed when the process exits.
-enum TestCertificates {
-    static let paths: [String: String] = make()
-    private static let directory = NSTemporaryDirectory() + "xhrpc-tls-certs-\(getpid())"
-
-    /// The path `certs.make_all` gave `name`, or one that does not exist (the test then
-    /// fails on it, and `paths` is empty when certs.py itself failed).
-    static func path(_ name: String) -> String { paths[name] ?? "/nonexistent/\(name)" }
-
-    private static func make() -> [String: String] {
-        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures").path
-        let p = Process()
-        let out = Pipe()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", fixtures + "/certs.py", directory]
-        p.standardOutput = out
-        do { try p.run() } catch { return [:] }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        atexit { try? FileManager.default.removeItem(atPath: TestCertificates.directory) }
-        guard p.terminationStatus == 0,
-              let o = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return [:] }
-        return o.compactMapValues { $0 as? String }
-    }
-
+/// The TLS contexts the tests build from the test certificates.
+extension TestCertificates {
     /// The server context of the tests: the CA-signed certificate for localhost.
     static func serverContext() throws -> TLSContext {
         try TLSContext(certificateFile: path("good_cert"), keyFile: path("good_key"))

@@ -1,6 +1,7 @@
 import EventLoop
 import Testing
 @testable import SecureStream
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
