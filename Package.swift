@@ -69,6 +69,6 @@ let package = Package(
         .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop", "TestSupport"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "JSON", "EventLoop"]),
         .testTarget(name: "HTTPEngineTests", dependencies: ["HTTPEngine", "EventLoop", "TestSupport"]),
-        .testTarget(name: "ServiceTests", dependencies: ["Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine"]),
+        .testTarget(name: "ServiceTests", dependencies: ["Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine", "TestSupport"]),
     ]
 )
