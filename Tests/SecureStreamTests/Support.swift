@@ -1,6 +1,4 @@
 import EventLoop
-import Foundation
-import Testing
 @testable import SecureStream
 import TestSupport
 
@@ -17,71 +15,22 @@ extension TestCertificates {
     }
 }
 
-/// One real loop for one test, with a deadline so that no test can hang: the test
-/// registers what must be closed at the end (`onFinish`), calls `finish()` when it has
-/// seen what it waited for, and ends with `try run()`, which runs the loop until
-/// everything has closed and checks that no handle is left and the loop closes.
-final class TLSLoopHarness {
-    let loop: Loop
-    private let deadline: EventLoop.Timer
-    private var closers: [() -> Void] = []
-    private(set) var timedOut = false
-
-    init(deadlineMilliseconds: UInt64 = 30_000) throws {
-        signal(SIGPIPE, SIG_IGN)
-        loop = try Loop()
-        deadline = try EventLoop.Timer(loop: loop)
-        deadline.start(timeout: deadlineMilliseconds) { [unowned self] in
-            timedOut = true
-            Issue.record("deadline of \(deadlineMilliseconds) ms passed")
-            finish()
-        }
-    }
-
-    /// Remembers a stream or handle to close at `finish()`.
-    func track(_ stream: any ByteStream) { closers.append { stream.close() } }
-    func trackHandle(_ handle: UVHandle) { closers.append { handle.close() } }
-
-    /// Closes everything tracked; the deadline stops keeping the loop alive.
-    func finish() {
-        let all = closers
-        closers = []
-        for close in all { close() }
-        deadline.keepsLoopAlive = false
-    }
-
-    /// Runs a throwing step inside a callback, recording a failure instead of crashing.
-    func attempt(_ what: String, _ body: () throws -> Void) {
-        do { try body() } catch {
-            Issue.record("\(what) failed: \(error)")
-            finish()
-        }
-    }
-
-    /// Runs the loop to completion and checks it closes with no handle left.
-    func run() throws {
-        loop.run()
-        deadline.close()
-        loop.run()
-        #expect(loop.handleNames().isEmpty, "handles left: \(loop.handleNames())")
-        try loop.close()
-    }
-
+/// TLS on the harness's loop: a listener and a client whose streams it tracks.
+extension LoopHarness {
     /// Listens on 127.0.0.1 (ephemeral port) and wraps each accepted connection in a
     /// server TLS stream handed to `accepted`; returns the port.
     func tlsListener(context: TLSContext, handshakeTimeout: UInt64 = TLSStream.defaultHandshakeTimeout,
                      _ accepted: @escaping (TLSStream) -> Void) throws -> Int {
         let listener = try Listener.tcp(loop: loop, host: "127.0.0.1", port: 0)
-        trackHandle(listener)
+        track(listener)
         try listener.listen { [unowned self] result in
             guard case .success(let stream) = result else {
-                Issue.record("accept failed: \(result)")
-                return finish()
+                return fail("accept failed: \(result)")
             }
             attempt("wrapping in TLS") {
                 do {
                     let tls = try TLSStream(wrapping: stream, context: context, handshakeTimeout: handshakeTimeout)
-                    track(tls)
+                    onFinish { tls.close() }
                     accepted(tls)
                 } catch {
                     stream.close()
@@ -96,13 +45,12 @@ final class TLSLoopHarness {
     func tlsClient(port: Int, context: TLSContext, _ connected: @escaping (TLSStream) -> Void) {
         Stream.connectTCP(loop: loop, host: "127.0.0.1", port: port) { [unowned self] result in
             guard case .success(let stream) = result else {
-                Issue.record("connect failed: \(result)")
-                return finish()
+                return fail("connect failed: \(result)")
             }
             attempt("client TLS") {
                 do {
                     let tls = try TLSStream(wrapping: stream, context: context, serverName: "localhost")
-                    track(tls)
+                    onFinish { tls.close() }
                     connected(tls)
                 } catch {
                     stream.close()
@@ -111,10 +59,4 @@ final class TLSLoopHarness {
             }
         }
     }
-}
-
-/// Bytes `0, 1, …, 250, 0, 1, …`: a period (a prime) that no buffer size lines up with,
-/// so a dropped, repeated or reordered chunk shows.
-func patternBytes(_ count: Int) -> [UInt8] {
-    (0..<count).map { UInt8($0 % 251) }
 }
