@@ -19,14 +19,5 @@ func echo(_ stream: Stream, _ harness: LoopHarness) {
     }
 }
 
-/// A fresh private directory for Unix-domain sockets; the caller removes it.
-func makeTemporaryDirectory() throws -> String {
-    var template = Array("/tmp/xhrpc-eventloop-XXXXXX".utf8CString)
-    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-        throw UVError(-errno, "mkdtemp")
-    }
-    return String(cString: made)
-}
-
 /// Whether anything exists at `path`.
 func pathExists(_ path: String) -> Bool { access(path, F_OK) == 0 }

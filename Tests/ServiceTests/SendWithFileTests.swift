@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct SendWithFileTests {
     @Test func uploadsFromTheRootAndRefusesEscapes() throws {
