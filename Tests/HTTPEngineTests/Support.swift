@@ -160,9 +160,8 @@ final class Recorder: TransferDelegate {
     }
 }
 
-/// The fixture's body pattern (Tests/Fixtures/pattern.py), compared as it arrives.
+/// The fixture's body pattern (`FixturePattern`), compared as it arrives.
 struct PatternChecker {
-    static let blockSize = 65521
     /// Two blocks back to back, so any run up to a block long starting anywhere is one
     /// contiguous slice.
     let doubled: [UInt8]
@@ -170,28 +169,15 @@ struct PatternChecker {
     private(set) var firstMismatch: Int?
 
     init(seed: Int) {
-        var block = [UInt8](repeating: 0, count: PatternChecker.blockSize)
-        for j in 0..<PatternChecker.blockSize {
-            block[j] = UInt8(truncatingIfNeeded: j &* 131 &+ (j >> 8) &* 7 &+ seed &* 17)
-        }
+        let block = FixturePattern.block(seed: seed)
         doubled = block + block
-    }
-
-    static func bytes(count: Int, seed: Int = 0) -> [UInt8] {
-        let c = PatternChecker(seed: seed)
-        var out: [UInt8] = []
-        out.reserveCapacity(count)
-        while out.count < count {
-            out.append(contentsOf: c.doubled[0..<min(blockSize, count - out.count)])
-        }
-        return out
     }
 
     mutating func check(_ bytes: UnsafeRawBufferPointer) {
         var done = 0
         while done < bytes.count {
-            let start = offset % PatternChecker.blockSize
-            let n = min(bytes.count - done, PatternChecker.blockSize)
+            let start = offset % FixturePattern.blockSize
+            let n = min(bytes.count - done, FixturePattern.blockSize)
             let same = doubled.withUnsafeBytes { d in
                 memcmp(d.baseAddress! + start, bytes.baseAddress! + done, n) == 0
             }
