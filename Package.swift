@@ -43,6 +43,8 @@ let package = Package(
         .target(name: "HTTPEngine", dependencies: [
             "EventLoop", "CCurl", "CShims", .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: fuzzInstrumented),
+        // SplitMix64, for the fuzz harness and the randomised tests alike.
+        .target(name: "SeededRandom"),
         .target(name: "Service", dependencies: [
             "EventLoop", "SecureStream", "COpenSSL", "JSON", "JSONRPC", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: fuzzInstrumented, plugins: ["EmbedOpenRPC"]),
@@ -58,13 +60,17 @@ let package = Package(
         ], path: "Benchmarks/xhrpc-bench"),
         .executableTarget(name: "xhrpc-fuzz", dependencies: [
             "Service", "EventLoop", "JSON", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
-            "CShims",
+            "CShims", "SeededRandom",
         ], swiftSettings: fuzzInstrumented + [.define("XHRPC_FUZZ", .when(traits: ["Fuzz"]))]),
-        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
-        .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop"]),
+        // Helpers more than one test target needs (test targets cannot import each other).
+        // Plain Swift that throws or returns, no Swift Testing: the assertions stay in the
+        // tests. Part of no product.
+        .target(name: "TestSupport", dependencies: ["EventLoop", "CUV"], path: "Tests/TestSupport"),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "SeededRandom"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"]),
+        .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop", "TestSupport"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "JSON", "EventLoop"]),
-        .testTarget(name: "HTTPEngineTests", dependencies: ["HTTPEngine", "EventLoop"]),
-        .testTarget(name: "ServiceTests", dependencies: ["Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine"]),
+        .testTarget(name: "HTTPEngineTests", dependencies: ["HTTPEngine", "EventLoop", "TestSupport", "SeededRandom"]),
+        .testTarget(name: "ServiceTests", dependencies: ["Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine", "TestSupport"]),
     ]
 )

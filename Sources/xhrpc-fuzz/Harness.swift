@@ -3,6 +3,7 @@ import Foundation
 import HTTPEngine
 import JSON
 import Logging
+import SeededRandom
 import Service
 
 /// The fuzz harness: one input is one client connection to a fresh `Server` with the
@@ -141,16 +142,10 @@ final class Harness {
     /// the harness waits for the server to read each one.
     static func chunkBoundaries(count: Int, control: UInt8) -> [Int] {
         guard count > 0 else { return [] }
-        var state = UInt64(control) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(count)
+        var random = SplitMix64(seed: UInt64(control) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(count))
         var ends: Set<Int> = [count]
         for _ in 0..<Int(control & 15) {
-            // splitmix64
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            let cut = Int(z % UInt64(count))
+            let cut = random.below(count)
             if cut > 0 { ends.insert(cut) }
         }
         return ends.sorted()

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import EventLoop
+import TestSupport
 
 /// A flag other threads can set, for tests.
 private final class SharedFlag: Sendable {

@@ -1,5 +1,6 @@
 import Testing
 @testable import EventLoop
+import TestSupport
 
 /// Closing a stream from inside its own read callback is safe: the bytes of that read
 /// stay valid until the callback returns, no further read event arrives, and the peer

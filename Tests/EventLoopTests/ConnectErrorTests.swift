@@ -1,5 +1,6 @@
 import Testing
 @testable import EventLoop
+import TestSupport
 
 /// Connecting to a port nobody listens on reports ECONNREFUSED through the callback,
 /// and leaves no handle behind.

@@ -1,5 +1,6 @@
 import Testing
 @testable import EventLoop
+import TestSupport
 
 /// A client that sends its request and then shuts down its write side still gets its
 /// reply: the server sees the data, then EOF, then answers, then half-closes too.

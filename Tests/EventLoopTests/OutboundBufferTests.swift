@@ -1,5 +1,6 @@
 import Testing
 @testable import EventLoop
+import TestSupport
 
 /// The write-side buffer keeps bytes in order across growth, keeps a small allocation
 /// for reuse when emptied, and gives a large one back.

@@ -1,5 +1,6 @@
 import Testing
 @testable import EventLoop
+import TestSupport
 
 /// When the peer resets the connection while the server still has megabytes queued,
 /// the write error is reported exactly once through `onWriteError`; later writes are

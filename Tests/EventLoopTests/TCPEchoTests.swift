@@ -1,5 +1,6 @@
 import Testing
 @testable import EventLoop
+import TestSupport
 
 /// A client writes one JSON-RPC-sized line to a TCP server on 127.0.0.1 (ephemeral port)
 /// and reads back exactly the same bytes.

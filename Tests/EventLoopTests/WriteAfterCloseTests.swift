@@ -1,5 +1,6 @@
 import Testing
 @testable import EventLoop
+import TestSupport
 
 /// Writes after `close()` are ignored: the peer gets exactly what was written before,
 /// then EOF, and `pendingWriteBytes` reads 0.

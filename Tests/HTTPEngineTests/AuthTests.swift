@@ -1,6 +1,7 @@
 import CCurl
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// Basic and Digest credentials work against the fixture; a wrong password ends in the
 /// server's 401, which is a response, not a failure.
@@ -43,7 +44,7 @@ import Testing
         req.user = "bob"
         req.password = "pw"
         req.auth = .digest
-        req.body = .bytes(PatternChecker.bytes(count: 200_000))
+        req.body = .bytes(FixturePattern.bytes(count: 200_000))
         let r = try h.fetch(req)
         #expect(r.succeeded, "\(String(describing: r.failure))")
         #expect(r.head?.status == 200)

@@ -1,5 +1,6 @@
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// `Secure` cookies travel only in a secure context — libcurl's rule, checked once here.
 /// libcurl counts `localhost`, 127.0.0.1 and ::1 as secure even over http, so the

@@ -1,5 +1,6 @@
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// Check (2) in the open-socket callback, on the addresses a name resolves to, and the
 /// operator's patterns. libcurl resolves `localhost` and `*.localhost` itself, to both

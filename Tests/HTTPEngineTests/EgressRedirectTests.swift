@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// Both checks on every redirect hop: the hop's host is checked at the end of the 3xx
 /// head, before libcurl follows it, and its addresses at connect time. A refused hop

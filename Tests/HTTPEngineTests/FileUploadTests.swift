@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// A file body is streamed from disk (sendWithFile): PUT unless the method is custom,
 /// byte-exact, with Content-Length from the file's size.
@@ -14,7 +15,7 @@ import Testing
     @Test(arguments: ["GET", "PUT", "POST"])
     func fileIsPutExactly(method: String) throws {
         let h = try Harness()
-        let body = PatternChecker.bytes(count: 5 << 20, seed: 11)
+        let body = FixturePattern.bytes(count: 5 << 20, seed: 11)
         let path = try FileUploadTests.tempFile(body)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var req = TransferRequest(method: method, url: h.url("/echo"))
@@ -33,7 +34,7 @@ import Testing
 
     @Test func customMethodIsKept() throws {
         let h = try Harness()
-        let body = PatternChecker.bytes(count: 100_000, seed: 2)
+        let body = FixturePattern.bytes(count: 100_000, seed: 2)
         let path = try FileUploadTests.tempFile(body)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var req = TransferRequest(method: "REPORT", url: h.url("/echo"))
@@ -47,7 +48,7 @@ import Testing
     /// A 307 makes libcurl send the body again: the seek callback rewinds the file.
     @Test func bodyIsRewoundFor307() throws {
         let h = try Harness()
-        let body = PatternChecker.bytes(count: 200_000, seed: 4)
+        let body = FixturePattern.bytes(count: 200_000, seed: 4)
         let path = try FileUploadTests.tempFile(body)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var req = TransferRequest(method: "PUT", url: h.url("/redirect-to?url=%2Fecho&status=307"))

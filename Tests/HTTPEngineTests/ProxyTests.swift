@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// Forward proxies with Basic, Digest and NTLM (proxy.py verifies NTLMv2): http goes in
 /// absolute form, https through a CONNECT tunnel with the origin's certificate

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// Request bodies from memory reach the upstream exactly, with the method asked for, the
 /// headers given (in order, empty values kept) and no Content-Type the caller did not set.
@@ -9,7 +10,7 @@ import Testing
     @Test(arguments: [0, 1, 1000, 64 * 1024, 64 * 1024 + 1, 3 << 20])
     func postBodyIsEchoedExactly(size: Int) throws {
         let h = try Harness()
-        let body = PatternChecker.bytes(count: size, seed: 9)
+        let body = FixturePattern.bytes(count: size, seed: 9)
         var req = TransferRequest(method: "POST", url: h.url("/echo"))
         req.body = .bytes(body)
         req.headers = [("Content-Type", "application/octet-stream")]

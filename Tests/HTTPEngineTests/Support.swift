@@ -4,78 +4,11 @@ import Glibc
 import Foundation
 import EventLoop
 @testable import HTTPEngine
+import TestSupport
 
 /// libcurl's global init, once per test process, before the first engine.
 enum CurlSetup {
     static let done: Bool = TransferEngine.globalInit()
-}
-
-/// The fixture upstream (`Tests/Fixtures/upstream.py`), started by the test that needs
-/// it and stopped by the same test: only the process we started is signalled.
-final class Upstream {
-    let process = Process()
-    private let stdinPipe = Pipe()
-    private let stdoutPipe = Pipe()
-    let port: Int
-    let host: String
-
-    static let fixtures: String = {
-        // …/Tests/HTTPEngineTests/Support.swift → …/Tests/Fixtures
-        let here = URL(fileURLWithPath: #filePath)
-        return here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures").path
-    }()
-    static let script = fixtures + "/upstream.py"
-    /// The forward proxy fixture; it prints the same READY line and stops the same way.
-    static let proxyScript = fixtures + "/proxy.py"
-
-    struct StartFailure: Error, CustomStringConvertible { var description: String }
-
-    /// Starts `script` (the upstream unless told otherwise) on `host` and a free port,
-    /// with `arguments` added (`--tls-cert …` for HTTPS, `--user …` for a proxy). `host`
-    /// is a loopback address (127.0.0.2 too: Linux routes all of 127/8 to loopback).
-    init(script: String = Upstream.script, host: String = "127.0.0.1", arguments: [String] = []) throws {
-        self.host = host
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--host", host, "--port", "0"] + arguments
-        process.standardInput = stdinPipe
-        process.standardOutput = stdoutPipe
-        try process.run()
-        // Read the READY line, bounded by a 20 s deadline (poll, not a sleep).
-        let fd = stdoutPipe.fileHandleForReading.fileDescriptor
-        var line: [UInt8] = []
-        let deadline = Date().addingTimeInterval(20)
-        while !line.contains(0x0A) {
-            let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard left > 0, poll(&pfd, 1, left) == 1 else { break }
-            var byte: UInt8 = 0
-            guard read(fd, &byte, 1) == 1 else { break }
-            line.append(byte)
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("READY "), let port = Int(text.dropFirst(6)) else {
-            process.terminate()
-            process.waitUntilExit()
-            throw StartFailure(description: "fixture upstream did not become ready (got \"\(text)\")")
-        }
-        self.port = port
-    }
-
-    func url(_ path: String) -> String { "http://\(authority)\(path)" }
-    func httpsURL(_ path: String) -> String { "https://\(authority)\(path)" }
-    /// `host:port`, an IPv6 host in brackets.
-    var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-
-    /// Closing stdin asks the fixture to stop; SIGTERM, then SIGKILL, follow if it has
-    /// not within two seconds each, so a stuck fixture cannot hang the test run.
-    func stop() {
-        try? stdinPipe.fileHandleForWriting.close()
-        for signal in [SIGTERM, SIGKILL] {
-            for _ in 0..<100 where process.isRunning { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, signal) }
-        }
-        process.waitUntilExit()
-    }
 }
 
 /// A loop, an engine and an upstream for one test, with the checks every test ends with:
@@ -227,9 +160,8 @@ final class Recorder: TransferDelegate {
     }
 }
 
-/// The fixture's body pattern (Tests/Fixtures/pattern.py), compared as it arrives.
+/// The fixture's body pattern (`FixturePattern`), compared as it arrives.
 struct PatternChecker {
-    static let blockSize = 65521
     /// Two blocks back to back, so any run up to a block long starting anywhere is one
     /// contiguous slice.
     let doubled: [UInt8]
@@ -237,28 +169,15 @@ struct PatternChecker {
     private(set) var firstMismatch: Int?
 
     init(seed: Int) {
-        var block = [UInt8](repeating: 0, count: PatternChecker.blockSize)
-        for j in 0..<PatternChecker.blockSize {
-            block[j] = UInt8(truncatingIfNeeded: j &* 131 &+ (j >> 8) &* 7 &+ seed &* 17)
-        }
+        let block = FixturePattern.block(seed: seed)
         doubled = block + block
-    }
-
-    static func bytes(count: Int, seed: Int = 0) -> [UInt8] {
-        let c = PatternChecker(seed: seed)
-        var out: [UInt8] = []
-        out.reserveCapacity(count)
-        while out.count < count {
-            out.append(contentsOf: c.doubled[0..<min(blockSize, count - out.count)])
-        }
-        return out
     }
 
     mutating func check(_ bytes: UnsafeRawBufferPointer) {
         var done = 0
         while done < bytes.count {
-            let start = offset % PatternChecker.blockSize
-            let n = min(bytes.count - done, PatternChecker.blockSize)
+            let start = offset % FixturePattern.blockSize
+            let n = min(bytes.count - done, FixturePattern.blockSize)
             let same = doubled.withUnsafeBytes { d in
                 memcmp(d.baseAddress! + start, bytes.baseAddress! + done, n) == 0
             }
@@ -327,38 +246,7 @@ func json(_ r: Recorder) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(r.body))) as? [String: Any] ?? [:]
 }
 
-/// The certificates of `Tests/Fixtures/certs.py`, made once per test process in a
-/// private temporary directory (about 0.5 s) and removed when the process exits.
-enum TestCertificates {
-    /// `{name: path}` and the pin strings, as `make_all` returns them; empty when
-    /// certs.py failed (the tests using it then fail on a missing path, and
-    /// `madeAll` says why).
-    static let paths: [String: String] = make()
-    static var madeAll: Bool { paths["ca"] != nil }
-    private static let directory = NSTemporaryDirectory() + "xhrpc-certs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-
-    static func path(_ name: String) -> String { paths[name] ?? "/nonexistent/\(name)" }
-
-    private static func make() -> [String: String] {
-        let p = Process()
-        let out = Pipe()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", Upstream.fixtures + "/certs.py", directory]
-        p.standardOutput = out
-        do { try p.run() } catch { return [:] }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        atexit { try? FileManager.default.removeItem(atPath: TestCertificates.directory) }
-        guard p.terminationStatus == 0,
-              let o = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return [:] }
-        return o.compactMapValues { $0 as? String }
-    }
-
-    /// upstream.py arguments serving `cert`/`key` (names of `make_all`) over TLS.
-    static func serving(_ cert: String, _ key: String, _ extra: [String] = []) -> [String] {
-        ["--tls-cert", path(cert), "--tls-key", path(key)] + extra
-    }
-
+extension TestCertificates {
     /// Engine options trusting the test CA only.
     static var trustingTestCA: EngineOptions {
         var o = EngineOptions()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// Client certificates: a server that requires one refuses a client without it, in
 /// TLS 1.3 (an alert read after the handshake, libcurl's code 56) as in TLS 1.2 (code

@@ -1,5 +1,6 @@
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// A connection opened with verification switched off is never handed to a request
 /// that verifies: libcurl compares the SSL configuration before reusing a connection

@@ -1,5 +1,6 @@
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// Public key pinning (`sha256//…`, several joined with `;`): the server's key must
 /// match one pin, on top of the usual verification.

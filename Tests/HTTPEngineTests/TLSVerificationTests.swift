@@ -1,5 +1,6 @@
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// Certificate verification is on by default and fails each bad certificate with the
 /// status text a person can act on; the two switches of the seed relax it exactly as

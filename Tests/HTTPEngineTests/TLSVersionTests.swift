@@ -1,5 +1,6 @@
 import Testing
 @testable import HTTPEngine
+import TestSupport
 
 /// The engine's minimum TLS version (`--tls-min`): 1.2 by default, so a TLS 1.2 server
 /// is reached; with 1.3 the same server is refused with an `SSL` status text.

@@ -1,16 +1,17 @@
 import EventLoop
 import Testing
 @testable import SecureStream
+import TestSupport
 
 /// What a server TLS stream's reading owner got, and what the client saw; the test
 /// ends when both sides have seen the end.
 private final class Outcome {
-    let harness: TLSLoopHarness
+    let harness: LoopHarness
     var events: [String] = []
     var error: UVError?
     var clientEnd: String?
 
-    init(_ harness: TLSLoopHarness) { self.harness = harness }
+    init(_ harness: LoopHarness) { self.harness = harness }
 
     func clientEnded(_ how: String) {
         clientEnd = how
@@ -24,7 +25,7 @@ private final class Outcome {
 
 /// Starts a TLS listener whose streams report their first read event into `outcome`
 /// and end the test.
-private func listen(_ harness: TLSLoopHarness, _ outcome: Outcome, handshakeTimeout: UInt64 = 10_000) throws -> Int {
+private func listen(_ harness: LoopHarness, _ outcome: Outcome, handshakeTimeout: UInt64 = 10_000) throws -> Int {
     try harness.tlsListener(context: try TestCertificates.serverContext(), handshakeTimeout: handshakeTimeout) { server in
         harness.attempt("server startReading") {
             try server.startReading { event in
@@ -48,7 +49,7 @@ private func listen(_ harness: TLSLoopHarness, _ outcome: Outcome, handshakeTime
 /// Plain text to a TLS port: the handshake fails at once with OpenSSL's reason, the
 /// server stream closes itself and tells its owner; nothing crashes, no handle is left.
 @Test func plaintextClientIsClosed() throws {
-    let harness = try TLSLoopHarness()
+    let harness = try LoopHarness(deadlineMilliseconds: 30_000)
     let outcome = Outcome(harness)
     let port = try listen(harness, outcome)
     Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
@@ -75,7 +76,7 @@ private func listen(_ harness: TLSLoopHarness, _ outcome: Outcome, handshakeTime
 /// A client that connects and sends nothing is closed when the handshake deadline
 /// passes, with ETIMEDOUT.
 @Test func silentClientIsClosedAtTheDeadline() throws {
-    let harness = try TLSLoopHarness()
+    let harness = try LoopHarness(deadlineMilliseconds: 30_000)
     let outcome = Outcome(harness)
     let port = try listen(harness, outcome, handshakeTimeout: 200)
     Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
@@ -101,7 +102,7 @@ private func listen(_ harness: TLSLoopHarness, _ outcome: Outcome, handshakeTime
 /// A client that does not trust the server's CA aborts the handshake; its own stream
 /// reports the verification failure and the server's owner gets an error too.
 @Test func clientWithTheWrongCAFailsBothSides() throws {
-    let harness = try TLSLoopHarness()
+    let harness = try LoopHarness(deadlineMilliseconds: 30_000)
     let outcome = Outcome(harness)
     let port = try listen(harness, outcome)
     var clientError: UVError?

@@ -1,5 +1,6 @@
 import Testing
 @testable import SecureStream
+import TestSupport
 
 /// A client and a server `TLSSession` wired to each other in memory, with no I/O, so a
 /// test decides exactly where the ciphertext is cut.

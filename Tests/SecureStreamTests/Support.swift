@@ -1,35 +1,9 @@
 import EventLoop
-import Foundation
-import Testing
 @testable import SecureStream
+import TestSupport
 
-/// The certificates of `Tests/Fixtures/certs.py`, made once per test process in a
-/// private temporary directory and removed when the process exits.
-enum TestCertificates {
-    static let paths: [String: String] = make()
-    private static let directory = NSTemporaryDirectory() + "xhrpc-tls-certs-\(getpid())"
-
-    /// The path `certs.make_all` gave `name`, or one that does not exist (the test then
-    /// fails on it, and `paths` is empty when certs.py itself failed).
-    static func path(_ name: String) -> String { paths[name] ?? "/nonexistent/\(name)" }
-
-    private static func make() -> [String: String] {
-        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures").path
-        let p = Process()
-        let out = Pipe()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", fixtures + "/certs.py", directory]
-        p.standardOutput = out
-        do { try p.run() } catch { return [:] }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        atexit { try? FileManager.default.removeItem(atPath: TestCertificates.directory) }
-        guard p.terminationStatus == 0,
-              let o = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return [:] }
-        return o.compactMapValues { $0 as? String }
-    }
-
+/// The TLS contexts the tests build from the test certificates.
+extension TestCertificates {
     /// The server context of the tests: the CA-signed certificate for localhost.
     static func serverContext() throws -> TLSContext {
         try TLSContext(certificateFile: path("good_cert"), keyFile: path("good_key"))
@@ -41,71 +15,22 @@ enum TestCertificates {
     }
 }
 
-/// One real loop for one test, with a deadline so that no test can hang: the test
-/// registers what must be closed at the end (`onFinish`), calls `finish()` when it has
-/// seen what it waited for, and ends with `try run()`, which runs the loop until
-/// everything has closed and checks that no handle is left and the loop closes.
-final class TLSLoopHarness {
-    let loop: Loop
-    private let deadline: EventLoop.Timer
-    private var closers: [() -> Void] = []
-    private(set) var timedOut = false
-
-    init(deadlineMilliseconds: UInt64 = 30_000) throws {
-        signal(SIGPIPE, SIG_IGN)
-        loop = try Loop()
-        deadline = try EventLoop.Timer(loop: loop)
-        deadline.start(timeout: deadlineMilliseconds) { [unowned self] in
-            timedOut = true
-            Issue.record("deadline of \(deadlineMilliseconds) ms passed")
-            finish()
-        }
-    }
-
-    /// Remembers a stream or handle to close at `finish()`.
-    func track(_ stream: any ByteStream) { closers.append { stream.close() } }
-    func trackHandle(_ handle: UVHandle) { closers.append { handle.close() } }
-
-    /// Closes everything tracked; the deadline stops keeping the loop alive.
-    func finish() {
-        let all = closers
-        closers = []
-        for close in all { close() }
-        deadline.keepsLoopAlive = false
-    }
-
-    /// Runs a throwing step inside a callback, recording a failure instead of crashing.
-    func attempt(_ what: String, _ body: () throws -> Void) {
-        do { try body() } catch {
-            Issue.record("\(what) failed: \(error)")
-            finish()
-        }
-    }
-
-    /// Runs the loop to completion and checks it closes with no handle left.
-    func run() throws {
-        loop.run()
-        deadline.close()
-        loop.run()
-        #expect(loop.handleNames().isEmpty, "handles left: \(loop.handleNames())")
-        try loop.close()
-    }
-
+/// TLS on the harness's loop: a listener and a client whose streams it tracks.
+extension LoopHarness {
     /// Listens on 127.0.0.1 (ephemeral port) and wraps each accepted connection in a
     /// server TLS stream handed to `accepted`; returns the port.
     func tlsListener(context: TLSContext, handshakeTimeout: UInt64 = TLSStream.defaultHandshakeTimeout,
                      _ accepted: @escaping (TLSStream) -> Void) throws -> Int {
         let listener = try Listener.tcp(loop: loop, host: "127.0.0.1", port: 0)
-        trackHandle(listener)
+        track(listener)
         try listener.listen { [unowned self] result in
             guard case .success(let stream) = result else {
-                Issue.record("accept failed: \(result)")
-                return finish()
+                return fail("accept failed: \(result)")
             }
             attempt("wrapping in TLS") {
                 do {
                     let tls = try TLSStream(wrapping: stream, context: context, handshakeTimeout: handshakeTimeout)
-                    track(tls)
+                    onFinish { tls.close() }
                     accepted(tls)
                 } catch {
                     stream.close()
@@ -120,13 +45,12 @@ final class TLSLoopHarness {
     func tlsClient(port: Int, context: TLSContext, _ connected: @escaping (TLSStream) -> Void) {
         Stream.connectTCP(loop: loop, host: "127.0.0.1", port: port) { [unowned self] result in
             guard case .success(let stream) = result else {
-                Issue.record("connect failed: \(result)")
-                return finish()
+                return fail("connect failed: \(result)")
             }
             attempt("client TLS") {
                 do {
                     let tls = try TLSStream(wrapping: stream, context: context, serverName: "localhost")
-                    track(tls)
+                    onFinish { tls.close() }
                     connected(tls)
                 } catch {
                     stream.close()
@@ -135,10 +59,4 @@ final class TLSLoopHarness {
             }
         }
     }
-}
-
-/// Bytes `0, 1, …, 250, 0, 1, …`: a period (a prime) that no buffer size lines up with,
-/// so a dropped, repeated or reordered chunk shows.
-func patternBytes(_ count: Int) -> [UInt8] {
-    (0..<count).map { UInt8($0 % 251) }
 }

@@ -1,5 +1,6 @@
 import Testing
 @testable import SecureStream
+import TestSupport
 
 /// Loading failures name the file at fault and say what is wrong with it.
 @Test func contextLoadingFailuresNameTheFile() throws {

@@ -1,6 +1,7 @@
 import EventLoop
 import Testing
 @testable import SecureStream
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,7 @@ import Glibc
 @Test func eightMiBEachWayArriveExactly() throws {
     let total = 8 << 20
     let payload = patternBytes(total)
-    let harness = try TLSLoopHarness(deadlineMilliseconds: 120_000)
+    let harness = try LoopHarness(deadlineMilliseconds: 120_000)
     var serverEchoed = 0
     var serverSawEOF = false
     let port = try harness.tlsListener(context: try TestCertificates.serverContext()) { server in
@@ -81,9 +82,9 @@ import Glibc
 @Test func pausedReadingResumesWithoutLoss() throws {
     let total = 2 << 20
     let payload = patternBytes(total)
-    let harness = try TLSLoopHarness(deadlineMilliseconds: 60_000)
+    let harness = try LoopHarness(deadlineMilliseconds: 60_000)
     let resume = try EventLoop.Timer(loop: harness.loop)
-    harness.trackHandle(resume)
+    harness.track(resume)
     var received: [UInt8] = []
     var pauses = 0
     var onRead: ((EventLoop.Stream.ReadEvent) -> Void)?

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct AbortAndFailureTests {
     @Test func abortOutsideATransferReturnsFalse() throws {
@@ -53,7 +54,7 @@ import Testing
             _ = try c.waitNotification { $0["params"]?["stateName"] == "OPENED" }
             try c.call("send", ["request": .string(r)])
             #expect(try c.statesUntilDone(r) == ["SENT", "HEADERS_RECEIVED", "LOADING", "DONE"])
-            #expect(try c.readBody(r) == Pattern.bytes(7))
+            #expect(try c.readBody(r) == FixturePattern.bytes(count: 7))
             // The old /delay/200 would have finished by now; nothing of it arrives.
             usleep(400_000)
             _ = try c.call("server.info")

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct BackPressureTests {
     /// With a 64 KiB buffer, a 6 MiB body only flows as the client reads it; read in
@@ -14,14 +15,14 @@ import Testing
             usleep(200_000)
             // Paused: far from done while nothing is read.
             #expect(try c.call("getState", ["request": .string(r)])["stateName"] == "LOADING")
-            let block = Pattern.block(seed: 3)
+            let block = FixturePattern.block(seed: 3)
             var got = 0
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
                 let chunk = try c.call("getReceiveBuffer", ["request": .string(r), "maxBytes": 50_000])
                 let bytes = [UInt8](Data(base64Encoded: chunk["data"]?.stringValue ?? "") ?? Data())
                 #expect(bytes.count <= 50_000)
-                #expect(Pattern.matches(bytes[...], at: got, block: block))
+                #expect(FixturePattern.matches(bytes[...], at: got, block: block))
                 got += bytes.count
                 if chunk["done"] == true { break }
             }
@@ -36,7 +37,7 @@ import Testing
             let r = try c.start(up.base + path)
             let body = try c.readBody(r)
             #expect(body.count == 3_000_000)
-            #expect(Pattern.matches(body[...], at: 0, block: Pattern.block(seed: 1)))
+            #expect(FixturePattern.matches(body[...], at: 0, block: FixturePattern.block(seed: 1)))
         }
     }
 
@@ -54,7 +55,7 @@ import Testing
                 if chunk["done"] == true { break }
                 usleep(3000)
             }
-            #expect(body == Pattern.bytes(3000))
+            #expect(body == FixturePattern.bytes(count: 3000))
             #expect(reads > 3)
         }
     }
@@ -64,13 +65,13 @@ import Testing
             let c = try server.connect()
             let n = 256 << 20
             let r = try c.start(up.base + "/bytes/\(n)?seed=5")
-            let block = Pattern.block(seed: 5)
+            let block = FixturePattern.block(seed: 5)
             var got = 0
             let deadline = Date().addingTimeInterval(300)
             while Date() < deadline {
                 let chunk = try c.call("getReceiveBuffer", ["request": .string(r)], timeout: 60)
                 let bytes = [UInt8](Data(base64Encoded: chunk["data"]?.stringValue ?? "") ?? Data())
-                if !Pattern.matches(bytes[...], at: got, block: block) {
+                if !FixturePattern.matches(bytes[...], at: got, block: block) {
                     Issue.record("mismatch near byte \(got)")
                     return
                 }

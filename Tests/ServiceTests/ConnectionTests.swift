@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct ConnectionTests {
     @Test func requestsEndWithTheirConnection() throws {
@@ -33,7 +34,7 @@ import Testing
             c.sendRaw(JSON.encode(.array(batch)) + [10])
             for i in 0..<500 {
                 let body = try c.readBody("c\(i)", timeout: 60)
-                #expect(body == Pattern.bytes(1000 + i, seed: i % 7), "request \(i)")
+                #expect(body == FixturePattern.bytes(count: 1000 + i, seed: i % 7), "request \(i)")
             }
         }
     }
@@ -43,7 +44,7 @@ import Testing
             let clients = try (0..<50).map { _ in try server.connect() }
             let handles = try clients.enumerated().map { i, c in try c.start(up.base + "/bytes/\(i * 100)") }
             for (i, c) in clients.enumerated() {
-                #expect(try c.readBody(handles[i]) == Pattern.bytes(i * 100))
+                #expect(try c.readBody(handles[i]) == FixturePattern.bytes(count: i * 100))
             }
             #expect(try clients[0].call("server.info")["connections"] == 50)
         }

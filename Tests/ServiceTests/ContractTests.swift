@@ -5,13 +5,14 @@ import JSONRPC
 import Logging
 import Testing
 @testable import Service
+import TestSupport
 
 /// api/openrpc.json is the contract: the server's methods and the document's are the
 /// same set, with the same parameter names in the same order.
 @Test func registeredMethodsMatchTheOpenRPCDocument() throws {
     let loop = try Loop()
     let server = try Server(config: ServerConfig(), loop: loop, logger: Logger(label: "contract"))
-    let text = try String(contentsOfFile: Upstream.repoRoot + "/api/openrpc.json", encoding: .utf8)
+    let text = try String(contentsOfFile: Repository.root + "/api/openrpc.json", encoding: .utf8)
     let doc = try JSON.decode(text)
     var documented: [String: [String]] = [:]
     for m in doc["methods"]?.arrayValue ?? [] {

@@ -4,6 +4,7 @@ import HTTPEngine
 import Logging
 import Testing
 @testable import Service
+import TestSupport
 
 /// Persistence of a principal's jar: persistent cookies are saved and loaded at the
 /// next start, session cookies never are; clearing memory only leaves the store for the

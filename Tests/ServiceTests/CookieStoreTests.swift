@@ -2,6 +2,7 @@ import Foundation
 import HTTPEngine
 import Testing
 @testable import Service
+import TestSupport
 
 /// The cookie store on disk: made in a 0700 directory, written atomically with mode
 /// 0600, read back without expired cookies or lines that are not cookies, refused when

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 @testable import Service
+import TestSupport
 
 /// `detach` and `attach`: requests survive their connection's close, keep transferring,
 /// and another connection of the principal reads on at the byte where the first one
@@ -28,7 +29,7 @@ import Testing
             #expect(handles(try second.call("attach", ["token": .string(token)])["requests"]) == [r])
             let rest = try second.readBody(r)
             #expect(head.count + rest.count == n)
-            #expect(head + rest == Pattern.bytes(n))
+            #expect(head + rest == FixturePattern.bytes(count: n))
             // The token is used up.
             #expect(try second.failureReason("attach", ["token": .string(token)]) == "unknown_handle")
         }
@@ -46,7 +47,7 @@ import Testing
             #expect(try watcher.statesUntilDone(r) == ["OPENED", "SENT", "HEADERS_RECEIVED", "LOADING", "DONE"])
             let second = try server.connect()
             #expect(handles(try second.call("attach", ["token": .string(token)])["requests"]) == [r])
-            #expect(try second.readBody(r) == Pattern.bytes(4000))
+            #expect(try second.readBody(r) == FixturePattern.bytes(count: 4000))
             // The attacher is the opener now: it hears the next transitions.
             try second.call("open", ["request": .string(r), "method": "GET", "url": .string(up.base + "/bytes/3")])
             try second.call("send", ["request": .string(r)])

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 @testable import Service
+import TestSupport
 
 /// A graceful stop: clients hear `onShutdown`, transfers in flight finish and can be
 /// read to the last byte, new transfers are refused, and the server stops by itself
@@ -26,10 +27,10 @@ import Testing
             #expect(try c.failureReason("send", ["request": "new"]) == "invalid_state")
             #expect(try c.failureReason("fetch", ["url": .string(up.base + "/bytes/1")]) == "invalid_state")
 
-            #expect(try c.readBody(slow) == Pattern.bytes(20000))
+            #expect(try c.readBody(slow) == FixturePattern.bytes(count: 20000))
             #expect(try c.statesUntilDone(slow).last == "DONE")
             // Once the last unread byte is read the drain is over: the server stops.
-            #expect(try c.readBody(done) == Pattern.bytes(5000))
+            #expect(try c.readBody(done) == FixturePattern.bytes(count: 5000))
             #expect(throws: TestClient.Closed.self) {
                 while true { _ = try c.readMessage() }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct FetchTests {
     @Test func fetchReturnsTheWholeExchange() throws {
@@ -16,7 +17,7 @@ import Testing
             #expect(r["headers"]?["Content-Type"] == "application/json")
             let bin = try c.call("fetch", ["url": .string(up.base + "/bytes/300")])
             #expect(bin["encoding"] == "base64")
-            #expect(bin["body"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } == Pattern.bytes(300))
+            #expect(bin["body"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } == FixturePattern.bytes(count: 300))
             let failed = try c.call("fetch", ["url": .string("http://127.0.0.1:\(try closedPort())/")])
             #expect(failed["status"] == 0)
         }

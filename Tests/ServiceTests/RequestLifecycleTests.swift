@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct RequestLifecycleTests {
     @Test func smallResponseReportsEveryStateOnceInOrder() throws {
@@ -15,7 +16,7 @@ import Testing
             #expect(try c.call("getResponseHeader", ["request": .string(r), "header": "X-Absent"]) == "")
             let all = try c.call("getAllResponseHeaders", ["request": .string(r)]).stringValue ?? ""
             #expect(all.split(separator: "\n").contains("Content-Length: 100"))
-            #expect(try c.readBody(r) == Pattern.bytes(100))
+            #expect(try c.readBody(r) == FixturePattern.bytes(count: 100))
             // Nothing twice: the buffer is empty and done.
             #expect(try c.call("getReceiveBuffer", ["request": .string(r)]) == ["data": "", "encoding": "base64", "bytes": 0, "done": true])
         }

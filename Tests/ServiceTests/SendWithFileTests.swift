@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct SendWithFileTests {
     @Test func uploadsFromTheRootAndRefusesEscapes() throws {
@@ -10,7 +11,7 @@ import Testing
             try? FileManager.default.removeItem(atPath: root)
             try? FileManager.default.removeItem(atPath: outside)
         }
-        let content = Pattern.bytes(5 << 20, seed: 2)
+        let content = FixturePattern.bytes(count: 5 << 20, seed: 2)
         FileManager.default.createFile(atPath: root + "/up.bin", contents: Data(content))
         FileManager.default.createFile(atPath: outside + "/secret", contents: Data("secret".utf8))
         try FileManager.default.createSymbolicLink(atPath: root + "/link", withDestinationPath: outside + "/secret")

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 @testable import Service
+import TestSupport
 
 /// A server and an upstream for one test, both stopped at the end; the test fails if
 /// the server leaves a handle open.

@@ -3,6 +3,7 @@ import Foundation
 import HTTPEngine
 import Logging
 @testable import Service
+import TestSupport
 
 /// A real server on a real Unix socket, run on its own loop thread. `stop()` shuts it
 /// down through the loop's one thread-safe door and reports the handles left open
@@ -91,10 +92,4 @@ final class TestServer: @unchecked Sendable {
     }
 
     func connect() throws -> TestClient { try TestClient(unixPath: socketPath) }
-}
-
-func makeTemporaryDirectory() throws -> String {
-    var template = Array((NSTemporaryDirectory() + "xhrpc-test-XXXXXX").utf8CString)
-    guard let p = mkdtemp(&template) else { throw POSIXError(.EIO) }
-    return String(cString: p)
 }
