@@ -14,7 +14,7 @@ import Testing
     static func loopbackHostName() -> String? {
         var buf = [CChar](repeating: 0, count: 256)
         guard gethostname(&buf, buf.count) == 0 else { return nil }
-        let name = String(cString: buf)
+        let name = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var hints = addrinfo()
         hints.ai_family = AF_INET
         var res: UnsafeMutablePointer<addrinfo>?

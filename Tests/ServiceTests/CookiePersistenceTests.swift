@@ -28,8 +28,9 @@ import TestSupport
     }
 
     @Test func persistentCookiesSurviveARestartAndSessionCookiesDoNot() throws {
-        let dir = try makeTemporaryDirectory() + "/state"
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let parent = try makeTemporaryDirectory()
+        let dir = parent + "/state"
+        defer { try? FileManager.default.removeItem(atPath: parent) }
         try run(dir) { p, persistence, _ in
             try p.cookieJar.add(Cookie(domain: "a.test", expires: now + 600, name: "kept", value: "1"))
             try p.cookieJar.add(Cookie(domain: "a.test", name: "session", value: "2"))
@@ -45,8 +46,9 @@ import TestSupport
 
     /// A change is written by the debounce timer, without waiting for shutdown.
     @Test func aChangeIsSavedWithinTheDebounceInterval() throws {
-        let dir = try makeTemporaryDirectory() + "/state"
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let parent = try makeTemporaryDirectory()
+        let dir = parent + "/state"
+        defer { try? FileManager.default.removeItem(atPath: parent) }
         let path = dir + "/cookies-local.txt"
         try run(dir) { p, persistence, loop in
             try p.cookieJar.add(Cookie(domain: "a.test", expires: now + 600, name: "soon", value: "1"))
@@ -62,8 +64,9 @@ import TestSupport
     }
 
     @Test func clearingMemoryKeepsTheStoreAndClearingTheStoreEmptiesIt() throws {
-        let dir = try makeTemporaryDirectory() + "/state"
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let parent = try makeTemporaryDirectory()
+        let dir = parent + "/state"
+        defer { try? FileManager.default.removeItem(atPath: parent) }
         try run(dir) { p, persistence, _ in
             try p.cookieJar.add(Cookie(domain: "a.test", expires: now + 600, name: "old", value: "1"))
             persistence.jarMayHaveChanged(p)

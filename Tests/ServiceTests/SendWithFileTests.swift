@@ -12,8 +12,8 @@ import TestSupport
             try? FileManager.default.removeItem(atPath: outside)
         }
         let content = FixturePattern.bytes(count: 5 << 20, seed: 2)
-        FileManager.default.createFile(atPath: root + "/up.bin", contents: Data(content))
-        FileManager.default.createFile(atPath: outside + "/secret", contents: Data("secret".utf8))
+        try Data(content).write(to: URL(fileURLWithPath: root + "/up.bin"))
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: outside + "/secret"))
         try FileManager.default.createSymbolicLink(atPath: root + "/link", withDestinationPath: outside + "/secret")
         try withServer({ $0.uploadRoot = root }) { server, up in
             let c = try server.connect()
