@@ -25,11 +25,12 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libuv1 libcurl4 libyajl2 libssl3 ca-certificates socat \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin xhrpc \
- && mkdir -p /run/xhrpc /var/lib/xhrpc && chown xhrpc /run/xhrpc /var/lib/xhrpc \
+ && groupadd --system --gid 10001 xhrpc \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin xhrpc \
+ && mkdir -p /run/xhrpc /var/lib/xhrpc && chown xhrpc:xhrpc /run/xhrpc /var/lib/xhrpc \
  && chmod 0700 /var/lib/xhrpc
 COPY --from=build /usr/local/bin/xhrpcd /usr/local/bin/xhrpcd
-USER 10001
+USER 10001:10001
 VOLUME ["/run/xhrpc", "/var/lib/xhrpc"]
 HEALTHCHECK --interval=30s --timeout=3s --retries=3 \
   CMD ["/bin/sh", "-c", "echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server.info\"}' | socat -t 2 - UNIX-CONNECT:/run/xhrpc/xhrpc.sock | grep -q result"]

@@ -402,7 +402,9 @@ class Files(unittest.TestCase):
             self.assertEqual({k: labels.get(k) for k in selector}, selector)
 
     def test_containers_run_as_the_images_user(self):
-        (uid,) = dockerfile()["USER"]
+        (user,) = dockerfile()["USER"]
+        uid, gid = user.split(":")
+        self.assertEqual(gid, uid)  # the image's group has the user's number
         pod = kubernetes("Deployment")["spec"]["template"]["spec"]["securityContext"]
         self.assertEqual((str(pod["runAsUser"]), str(pod["runAsGroup"]), str(pod["fsGroup"])), (uid, uid, uid))
         self.assertTrue(pod["runAsNonRoot"])
