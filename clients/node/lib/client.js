@@ -1,0 +1,537 @@
+'use strict';
+
+/**
+ * A JSON-RPC 2.0 client for xhrpc over a Unix, TCP or TLS socket, on Node's standard
+ * library only.
+ *
+ * Every line the server writes is one message. A response whose id a call awaits settles
+ * that call's promise; a batch's array settles the batch. Everything else — notifications,
+ * and responses no call awaits (a parse error's `id: null`, an id the client never sent) —
+ * is emitted as an event and kept, in arrival order, in an inbox from which
+ * `waitNotification` and `waitMessage` take what they ask for. So nothing is dropped
+ * silently, and a notification that came before anyone waited for it is still there. The
+ * one exception is the answer to a call that already timed out: its caller was told, and
+ * the late answer is discarded when it comes.
+ */
+
+const { EventEmitter } = require('node:events');
+const fs = require('node:fs');
+const net = require('node:net');
+const tls = require('node:tls');
+const { LineDecoder, encode } = require('./framing');
+
+const DEFAULT_TIMEOUT = 10; // seconds, for connecting and for one call
+const AUTH_EXTRA = 5; // seconds more for auth: a wrong token is answered after 1 s
+const DEFAULT_INBOX_LIMIT = 10000; // unclaimed messages kept; the oldest go first
+const BODY_POLL_MS = 20; // readBody's longest pause between reads when nothing new came
+const CLOSE_FLUSH_MS = 1000; // close() waits this long at most for written bytes to go out
+
+/**
+ * An error response: `code`, `message` and `data` of the JSON-RPC error object, `reason`
+ * (the application's `data.reason` word, or undefined) and `response` (the whole object).
+ */
+class RPCError extends Error {
+  constructor(code, message, data, response) {
+    super(message);
+    this.name = 'RPCError';
+    this.code = code;
+    this.data = data;
+    this.response = response;
+  }
+
+  get reason() {
+    return this.data !== null && typeof this.data === 'object' ? this.data.reason : undefined;
+  }
+
+  toString() {
+    return `RPCError: ${this.code} ${this.message}${this.data === undefined ? '' : ' ' + JSON.stringify(this.data)}`;
+  }
+}
+
+/** The connection closed (by the server or by `close()`) before what was awaited arrived. */
+class ConnectionClosed extends Error {
+  constructor(what, cause) {
+    super(`connection closed while waiting for ${what}${cause ? ` (${cause.message})` : ''}`);
+    this.name = 'ConnectionClosed';
+    this.code = 'ECONNCLOSED';
+    if (cause) this.cause = cause;
+  }
+}
+
+/** Nothing arrived within the time given. */
+class TimeoutError extends Error {
+  constructor(what, seconds) {
+    super(`no ${what} within ${seconds} s`);
+    this.name = 'TimeoutError';
+    this.code = 'ETIMEDOUT';
+  }
+}
+
+/**
+ * Ids are matched by value and type: 1 and "1" (and true) are different ids. JSON cannot
+ * tell 1 from 1.0 once parsed in JavaScript, so those two are one id here.
+ */
+function idKey(id) {
+  const t = typeof id;
+  if (t === 'number' || t === 'string' || t === 'boolean') return t + ':' + String(id);
+  return null; // null, objects, absent: no call of ours has such an id
+}
+
+function isResponse(m) {
+  return m !== null && typeof m === 'object' && !Array.isArray(m) && !('method' in m) &&
+    ('result' in m || 'error' in m);
+}
+
+function isNotification(m) {
+  return m !== null && typeof m === 'object' && !Array.isArray(m) && typeof m.method === 'string';
+}
+
+function seconds(value, fallback) {
+  return value === undefined || value === null ? fallback : value;
+}
+
+/**
+ * A connection to xhrpcd. Make one with `Client.connectUnix`, `connectTcp` or `connectTls`
+ * (or `new Client(socket)` over a socket already connected); end it with `close()`.
+ *
+ * Events: `notification` (each notification, as it arrives), `unmatched` (a response, or a
+ * batch's array, that no call awaits), `malformed` ({error, raw}: a line that is not JSON,
+ * or an unterminated last line), `close` (the socket's error, or null).
+ */
+class Client extends EventEmitter {
+  /** `socket`: a connected net.Socket or tls.TLSSocket. `inboxLimit`: unclaimed messages kept. */
+  constructor(socket, { inboxLimit = DEFAULT_INBOX_LIMIT } = {}) {
+    super();
+    this.socket = socket;
+    this.authResult = undefined; // auth's answer when a constructor was given a token
+    this.malformed = []; // {error, raw} of the lines that were not JSON (the last 100)
+    this.droppedMessages = 0; // unclaimed messages pushed out of the full inbox
+    this._inboxLimit = inboxLimit;
+    this._inbox = [];
+    this._waiters = []; // {predicate, resolve, reject, timer, what}, oldest first
+    this._calls = new Map(); // idKey -> {resolve, reject, timer}
+    this._batches = new Map(); // idKey of each member -> the batch's record
+    this._abandoned = new Set(); // idKeys of calls that timed out
+    this._bodyReaders = new Set(); // {request, wake}: readBody calls waiting for news of their request
+    this._nextId = 1;
+    this._decoder = new LineDecoder();
+    this._isClosed = false;
+    this._socketError = null;
+    this.closed = new Promise((resolve) => {
+      this._resolveClosed = resolve;
+    });
+
+    socket.on('data', (chunk) => this._received(chunk));
+    socket.on('error', (err) => {
+      // 'close' follows; keep the first error to say why.
+      if (!this._socketError) this._socketError = err;
+    });
+    socket.on('close', () => this._socketClosed());
+  }
+
+  // ---- construction ----------------------------------------------------
+
+  /**
+   * Connects to a Unix socket. Options: `token` (auth is called before the promise
+   * resolves; a refusal rejects with its RPCError and closes the socket), `timeout`
+   * (seconds for the connect and for auth, default 10), `inboxLimit`.
+   */
+  static connectUnix(path, options = {}) {
+    return Client._connect(() => net.connect({ path }), 'connect', options);
+  }
+
+  /** Connects over TCP (TCP_NODELAY); options as `connectUnix`. */
+  static connectTcp(host, port, options = {}) {
+    return Client._connect(() => net.connect({ host, port, noDelay: true }), 'connect', options);
+  }
+
+  /**
+   * Connects to a `tls:` listener. The server's certificate is verified, and its name:
+   * against `ca` (PEM text or Buffer, or an array of them) or the file `caFile`, else
+   * Node's CAs; the name checked is `servername` when given, else `host` (which may be an
+   * IP address: the certificate must then name it). A refused certificate rejects with
+   * Node's TLS error (its `code` says why, e.g. UNABLE_TO_VERIFY_LEAF_SIGNATURE or
+   * ERR_TLS_CERT_ALTNAME_INVALID). Other options as `connectUnix`.
+   */
+  static connectTls(host, port, options = {}) {
+    const { ca, caFile, servername } = options;
+    if (ca !== undefined && caFile !== undefined) throw new TypeError('give ca or caFile, not both');
+    const tlsOptions = { host, port, noDelay: true, rejectUnauthorized: true };
+    if (ca !== undefined) tlsOptions.ca = ca;
+    if (caFile !== undefined) tlsOptions.ca = fs.readFileSync(caFile);
+    if (servername !== undefined) tlsOptions.servername = servername;
+    return Client._connect(() => tls.connect(tlsOptions), 'secureConnect', options);
+  }
+
+  static async _connect(makeSocket, readyEvent, options) {
+    const timeout = seconds(options.timeout, DEFAULT_TIMEOUT);
+    const socket = await new Promise((resolve, reject) => {
+      const s = makeSocket();
+      const fail = (err) => {
+        clearTimeout(timer);
+        s.destroy();
+        reject(err);
+      };
+      const timer = setTimeout(() => fail(new TimeoutError('connection', timeout)), timeout * 1000);
+      s.once('error', fail);
+      s.once(readyEvent, () => {
+        clearTimeout(timer);
+        s.removeListener('error', fail);
+        resolve(s);
+      });
+    });
+    const client = new Client(socket, { inboxLimit: options.inboxLimit });
+    if (options.token === undefined || options.token === null) return client;
+    try {
+      client.authResult = await client.call('auth', { token: options.token }, { timeout: timeout + AUTH_EXTRA });
+    } catch (err) {
+      await client.close();
+      throw err;
+    }
+    return client;
+  }
+
+  // ---- calls -------------------------------------------------------------
+
+  /** Calls `method`; resolves to its result or rejects with RPCError. Options: `timeout` (s). */
+  async call(method, params, options = {}) {
+    const response = await this.request(method, params, options);
+    if ('error' in response) {
+      const e = response.error !== null && typeof response.error === 'object' ? response.error : {};
+      throw new RPCError(e.code, e.message, e.data, response);
+    }
+    return response.result;
+  }
+
+  /**
+   * Sends a call and resolves to the whole response object (result or error). Options:
+   * `timeout` (seconds, default 10), `id` (default: the next integer).
+   */
+  request(method, params, { timeout, id } = {}) {
+    const rid = id === undefined ? this._nextId++ : id;
+    if (this._calls.has(idKey(rid))) return Promise.reject(new Error(`id ${JSON.stringify(rid)} is already awaited`));
+    const message = { jsonrpc: '2.0', method };
+    if (params !== undefined) message.params = params;
+    message.id = rid;
+    const answer = this.waitResponse(rid, { timeout });
+    this.send(message).catch(() => {}); // a failed write closes the socket, which rejects `answer`
+    return answer;
+  }
+
+  /**
+   * Waits for the response with id `id` to a message sent earlier (e.g. with sendRaw).
+   * A response already in the inbox is taken from there.
+   */
+  waitResponse(id, { timeout } = {}) {
+    const key = idKey(id);
+    if (key === null) return Promise.reject(new TypeError(`an id is a number, string or boolean, not ${JSON.stringify(id)}`));
+    const t = seconds(timeout, DEFAULT_TIMEOUT);
+    const what = `the response to id ${JSON.stringify(id)}`;
+    const i = this._inbox.findIndex((m) => isResponse(m) && idKey(m.id) === key);
+    if (i >= 0) return Promise.resolve(this._inbox.splice(i, 1)[0]);
+    if (this._isClosed) return Promise.reject(new ConnectionClosed(what, this._socketError));
+    if (this._calls.has(key)) return Promise.reject(new Error(`id ${JSON.stringify(id)} is already awaited`));
+    this._abandoned.delete(key);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this._calls.delete(key);
+        this._abandoned.add(key);
+        reject(new TimeoutError(what, t));
+      }, t * 1000);
+      this._calls.set(key, { resolve, reject, timer, what });
+    });
+  }
+
+  /** Sends a notification (no id, no reply); resolves once written. */
+  notify(method, params) {
+    const message = { jsonrpc: '2.0', method };
+    if (params !== undefined) message.params = params;
+    return this.send(message);
+  }
+
+  /**
+   * Sends one batch and resolves to its responses in the order of the calls. `calls` holds
+   * `[method, params]` or `[method, params, true]` (true: a notification, which gets no
+   * response). An all-notification batch resolves to [] once written; an empty one is not
+   * sent. Options: `timeout` (seconds, default 10).
+   */
+  async batch(calls, { timeout } = {}) {
+    const messages = [];
+    const ids = [];
+    for (const [method, params, isNotification] of calls) {
+      const m = { jsonrpc: '2.0', method };
+      if (params !== undefined) m.params = params;
+      if (!isNotification) {
+        m.id = this._nextId++;
+        ids.push(m.id);
+      }
+      messages.push(m);
+    }
+    if (messages.length === 0) return [];
+    if (ids.length === 0) {
+      await this.send(messages);
+      return [];
+    }
+    if (this._isClosed) throw new ConnectionClosed('a batch response', this._socketError);
+    const t = seconds(timeout, DEFAULT_TIMEOUT);
+    const keys = ids.map(idKey);
+    const answer = new Promise((resolve, reject) => {
+      const record = { keys, resolve, reject, what: `the batch response to ids ${JSON.stringify(ids)}` };
+      record.timer = setTimeout(() => {
+        this._forgetBatch(record);
+        for (const k of keys) this._abandoned.add(k);
+        reject(new TimeoutError(record.what, t));
+      }, t * 1000);
+      for (const k of keys) this._batches.set(k, record);
+    });
+    this.send(messages).catch(() => {});
+    return answer;
+  }
+
+  /** Sends one JSON value (an object or a batch array) as one line; resolves once written. */
+  send(message) {
+    return this.sendRaw(encode(message));
+  }
+
+  /** Sends bytes exactly as given (for framing tests); resolves once handed to the kernel. */
+  sendRaw(data) {
+    return new Promise((resolve, reject) => {
+      if (this._isClosed || this.socket.destroyed || !this.socket.writable) {
+        reject(new ConnectionClosed('a write', this._socketError));
+        return;
+      }
+      this.socket.write(data, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+
+  // ---- notifications and other unclaimed messages --------------------------
+
+  /**
+   * Takes from the inbox the first message (a notification or an unmatched response) for
+   * which `predicate` holds, waiting for one up to `timeout` seconds (default 10). Others
+   * stay in the inbox in order.
+   */
+  waitMessage(predicate = () => true, { timeout } = {}) {
+    return this._take(predicate, seconds(timeout, DEFAULT_TIMEOUT), 'a matching message');
+  }
+
+  /** As waitMessage, for notifications only: the first one `predicate` accepts (any if none given). */
+  waitNotification(predicate, { timeout } = {}) {
+    const match = (m) => isNotification(m) && (!predicate || predicate(m));
+    return this._take(match, seconds(timeout, DEFAULT_TIMEOUT), 'a matching notification');
+  }
+
+  /** The messages received and not yet taken, oldest first (not removed). */
+  pending() {
+    return this._inbox.slice();
+  }
+
+  _take(predicate, timeout, what) {
+    const i = this._inbox.findIndex(predicate);
+    if (i >= 0) return Promise.resolve(this._inbox.splice(i, 1)[0]);
+    if (this._isClosed) return Promise.reject(new ConnectionClosed(what, this._socketError));
+    return new Promise((resolve, reject) => {
+      const waiter = { predicate, resolve, reject, what };
+      waiter.timer = setTimeout(() => {
+        this._waiters.splice(this._waiters.indexOf(waiter), 1);
+        reject(new TimeoutError(what, timeout));
+      }, timeout * 1000);
+      this._waiters.push(waiter);
+    });
+  }
+
+  // ---- request objects ---------------------------------------------------
+
+  /**
+   * Reads a request's whole body: calls getReceiveBuffer (base64) until it says done and
+   * resolves to the bytes as one Buffer. When a read brings nothing new it waits for the
+   * request's next notification, or BODY_POLL_MS at most (a body arriving after LOADING
+   * comes with no notification). Options: `timeout` (seconds for the whole body, default
+   * 30), `maxBytes` (per getReceiveBuffer call).
+   */
+  async readBody(request, { timeout = 30, maxBytes } = {}) {
+    const deadline = Date.now() + timeout * 1000;
+    const params = { request, encoding: 'base64' };
+    if (maxBytes !== undefined) params.maxBytes = maxBytes;
+    const parts = [];
+    let total = 0;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new TimeoutError(`end of the body of ${request} (${total} bytes read)`, timeout);
+      const chunk = await this.call('getReceiveBuffer', params, { timeout: left / 1000 });
+      const data = Buffer.from(chunk.data, 'base64');
+      if (data.length !== chunk.bytes || (maxBytes !== undefined && data.length > maxBytes)) {
+        throw new Error(`getReceiveBuffer said ${chunk.bytes} bytes (maxBytes ${maxBytes}) but its data holds ${data.length}`);
+      }
+      if (data.length > 0) {
+        parts.push(data);
+        total += data.length;
+      }
+      if (chunk.done) return Buffer.concat(parts, total);
+      if (data.length === 0) await this._activity(request, Math.min(BODY_POLL_MS, left));
+    }
+  }
+
+  /**
+   * Resolves at the next notification about `request`, at close, or after `ms`. Kept in
+   * a set of its own rather than as event listeners: many bodies may be read at once.
+   */
+  _activity(request, ms) {
+    return new Promise((resolve) => {
+      const entry = { request, wake: null };
+      const timer = setTimeout(() => entry.wake(), ms);
+      entry.wake = () => {
+        clearTimeout(timer);
+        this._bodyReaders.delete(entry);
+        resolve();
+      };
+      this._bodyReaders.add(entry);
+    });
+  }
+
+  // ---- reading -------------------------------------------------------------
+
+  _received(chunk) {
+    for (const line of this._decoder.push(chunk)) {
+      if (line.error !== null) this._malformed(line);
+      else this._dispatch(line.message);
+    }
+  }
+
+  _dispatch(message) {
+    if (isResponse(message)) {
+      const key = idKey(message.id);
+      const call = key === null ? undefined : this._calls.get(key);
+      if (call) {
+        this._calls.delete(key);
+        clearTimeout(call.timer);
+        call.resolve(message);
+        return;
+      }
+      if (key !== null && this._abandoned.delete(key)) return; // its caller timed out and was told
+      this._unclaimed(message, 'unmatched');
+      return;
+    }
+    if (Array.isArray(message)) {
+      const member = message.find((r) => r && typeof r === 'object' && this._batches.has(idKey(r.id)));
+      if (member) {
+        const record = this._batches.get(idKey(member.id));
+        this._forgetBatch(record);
+        clearTimeout(record.timer);
+        const order = new Map(record.keys.map((k, i) => [k, i]));
+        const rank = (r) => {
+          const i = r && typeof r === 'object' ? order.get(idKey(r.id)) : undefined;
+          return i === undefined ? record.keys.length : i;
+        };
+        record.resolve(message.slice().sort((a, b) => rank(a) - rank(b)));
+        return;
+      }
+      const abandoned = message.filter((r) => r && typeof r === 'object' && this._abandoned.has(idKey(r.id)));
+      if (abandoned.length > 0) {
+        for (const r of abandoned) this._abandoned.delete(idKey(r.id));
+        return; // the answer to a batch that timed out
+      }
+      this._unclaimed(message, 'unmatched');
+      return;
+    }
+    this._unclaimed(message, isNotification(message) ? 'notification' : 'unmatched');
+  }
+
+  /** A message no call awaits: to the first waiter that wants it, else the inbox; then the event. */
+  _unclaimed(message, event) {
+    const i = this._waiters.findIndex((w) => w.predicate(message));
+    if (i >= 0) {
+      const [waiter] = this._waiters.splice(i, 1);
+      clearTimeout(waiter.timer);
+      waiter.resolve(message);
+    } else {
+      this._inbox.push(message);
+      if (this._inbox.length > this._inboxLimit) {
+        this._inbox.shift();
+        this.droppedMessages++;
+      }
+    }
+    if (event === 'notification' && message.params) {
+      for (const reader of this._bodyReaders) {
+        if (reader.request === message.params.request) reader.wake();
+      }
+    }
+    this.emit(event, message);
+  }
+
+  _malformed(line) {
+    const entry = { error: line.error, raw: line.raw };
+    this.malformed.push(entry);
+    if (this.malformed.length > 100) this.malformed.shift();
+    this.emit('malformed', entry);
+  }
+
+  _forgetBatch(record) {
+    for (const k of record.keys) {
+      if (this._batches.get(k) === record) this._batches.delete(k);
+    }
+  }
+
+  _socketClosed() {
+    const last = this._decoder.end();
+    if (last) this._malformed(last);
+    this._isClosed = true;
+    const cause = this._socketError;
+    for (const call of this._calls.values()) {
+      clearTimeout(call.timer);
+      call.reject(new ConnectionClosed(call.what, cause));
+    }
+    this._calls.clear();
+    for (const record of new Set(this._batches.values())) {
+      clearTimeout(record.timer);
+      record.reject(new ConnectionClosed(record.what, cause));
+    }
+    this._batches.clear();
+    for (const waiter of this._waiters.splice(0)) {
+      clearTimeout(waiter.timer);
+      waiter.reject(new ConnectionClosed(waiter.what, cause));
+    }
+    for (const reader of this._bodyReaders) reader.wake();
+    this._resolveClosed({ error: cause });
+    this.emit('close', cause);
+  }
+
+  // ---- closing -----------------------------------------------------------
+
+  /** True once the connection is closed (by either side). */
+  get isClosed() {
+    return this._isClosed;
+  }
+
+  /**
+   * Half-close: tells the server nothing more comes (over TLS close_notify, then FIN);
+   * replies still arrive. Resolves once the end is written.
+   */
+  shutdownWrite() {
+    return new Promise((resolve) => this.socket.end(resolve));
+  }
+
+  /**
+   * Closes the connection: what was written is flushed (over TLS close_notify), then the
+   * socket is destroyed. Calls still waiting reject with ConnectionClosed. Resolves as
+   * `closed` does.
+   */
+  close() {
+    const s = this.socket;
+    if (!s.destroyed) {
+      if (s.writable) {
+        // A server that does not read would keep the flush waiting: bounded by CLOSE_FLUSH_MS.
+        const timer = setTimeout(() => s.destroy(), CLOSE_FLUSH_MS);
+        s.end(() => {
+          clearTimeout(timer);
+          s.destroy();
+        });
+      } else {
+        s.destroy();
+      }
+    }
+    return this.closed;
+  }
+}
+
+module.exports = { Client, RPCError, ConnectionClosed, TimeoutError, idKey };
