@@ -112,6 +112,10 @@ class _TLSChannel:
                 raise ConnectionClosed("the server closed the connection during the TLS handshake")
             self._incoming.write(data)
         self.sock.sendall(self._outgoing.read())
+        # Read now, while no other thread uses the connection: later, OpenSSL answers
+        # None whenever the reader is in the middle of a post-handshake message (a TLS
+        # 1.3 session ticket).
+        self._version = self._ssl.version()
 
     def _send_outgoing_quietly(self):
         try:
@@ -122,7 +126,7 @@ class _TLSChannel:
     @property
     def version(self):
         """The negotiated protocol, such as ``"TLSv1.3"``."""
-        return self._ssl.version()
+        return self._version
 
     def send(self, data):
         """Encrypt and send all of ``data``."""
