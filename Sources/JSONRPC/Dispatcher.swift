@@ -11,7 +11,8 @@ public final class Dispatcher {
     /// Called for every call before its handler runs (metrics, logging, authentication
     /// checks). Throwing refuses the call with that error.
     public var gate: ((RPCCall) throws -> Void)?
-    /// Called for every error this dispatcher answers with (statistics).
+    /// Called for every error answered, by this dispatcher or later by a deferred call
+    /// (statistics).
     public var onError: ((RPCPeer, RPCError) -> Void)?
 
     public init(registry: MethodRegistry) { self.registry = registry }
@@ -62,9 +63,7 @@ public final class Dispatcher {
             case .deferred: if !call.isAnswered { call.markDeferred() }
             }
         } catch {
-            let e = error as? RPCError ?? .internalError(String(describing: error))
-            onError?(peer, e)
-            call.fail(e)
+            call.fail(error as? RPCError ?? .internalError(String(describing: error)))
         }
     }
 
@@ -108,7 +107,7 @@ public final class Dispatcher {
             case .failure(let e): paramError = e
             }
         }
-        let call = RPCCall(method: method, params: params, rawParams: raw, id: id, peer: peer, sink: sink)
+        let call = RPCCall(method: method, params: params, rawParams: raw, id: id, peer: peer, sink: sink, onError: onError)
         return .success((call, paramError))
     }
 

@@ -35,16 +35,21 @@ public final class RPCCall {
     public let id: JSONValue?
     public let peer: RPCPeer
     private let sink: ReplySink
+    /// The dispatcher's `onError`, told of the error this call is answered with, whether
+    /// the handler threw it or answered later.
+    private let onError: ((RPCPeer, RPCError) -> Void)?
     public private(set) var isAnswered = false
     private var isDeferred = false
 
-    init(method: String, params: Params, rawParams: JSONValue?, id: JSONValue?, peer: RPCPeer, sink: ReplySink) {
+    init(method: String, params: Params, rawParams: JSONValue?, id: JSONValue?, peer: RPCPeer, sink: ReplySink,
+         onError: ((RPCPeer, RPCError) -> Void)?) {
         self.method = method
         self.params = params
         self.rawParams = rawParams
         self.id = id
         self.peer = peer
         self.sink = sink
+        self.onError = onError
     }
 
     public var isNotification: Bool { id == nil }
@@ -56,6 +61,8 @@ public final class RPCCall {
 
     /// Answers with an error.
     public func fail(_ error: RPCError) {
+        guard !isAnswered else { return }
+        onError?(peer, error)
         answer(["jsonrpc": "2.0", "error": error.json, "id": id ?? .null])
     }
 

@@ -86,7 +86,7 @@ extension Server {
     /// Whether a TCP or TLS listener at `address` may open: with principals holding tokens, always
     /// (clients must `auth`); without, only on loopback and only with `--insecure-tcp`.
     func checkTCPAllowed(_ address: ListenAddress) throws {
-        guard tokens.isEmpty else { return }
+        guard principalTable.tokens.isEmpty else { return }
         let host: String
         switch address {
         case .unix: return
@@ -105,10 +105,11 @@ extension Server {
     /// client only when no principal has a token (`--insecure-tcp` on loopback). nil:
     /// the connection must `auth`.
     func identify(_ stream: any ByteStream) -> Principal? {
-        if stream.isTCP { return tokens.isEmpty ? ownerPrincipal : nil }
+        let table = principalTable
+        if stream.isTCP { return table.tokens.isEmpty ? table.owner : nil }
         guard let uid = (stream as? EventLoop.Stream)?.peerUID else { return nil }
-        if let p = principalsByUID[uid] { return p }
-        return uid == UInt32(geteuid()) ? ownerPrincipal : nil
+        if let p = table.byUID[uid] { return p }
+        return uid == UInt32(geteuid()) ? table.owner : nil
     }
 
     /// Marks `conn` as waiting for `auth`, and closes it if that does not come in time.
@@ -147,10 +148,7 @@ extension Server {
     func registerAuthMethods() {
         registry.register("auth", params: ["token"]) { [unowned self] call in
             let token = try call.params.string("token")
-            if let s = call.peer.context as? ClientSession {
-                throw RPCError.app(.invalidState, "This connection already acts for principal '\(s.principal.name)'",
-                                   ["principal": .string(s.principal.name)])
-            }
+            if let s = call.peer.context as? ClientSession { throw alreadyAuthenticated(s) }
             guard let pending = call.peer.context as? PendingAuthentication else {
                 throw RPCError.internalError("the connection has no authentication state")
             }
@@ -170,13 +168,13 @@ extension Server {
             let (call, token) = pending.queue.removeFirst()
             guard let conn = call.peer as? RPCConnection, conn.isOpen else { continue }
             if let s = conn.context as? ClientSession {
-                call.fail(.app(.invalidState, "This connection already acts for principal '\(s.principal.name)'"))
+                call.fail(alreadyAuthenticated(s))
                 continue
             }
             let digest = TokenDigest.sha256(token)
             // Every digest is compared, so the time taken does not say which one matched.
             var match: Principal?
-            for entry in tokens where TokenDigest.equal(entry.digest, digest) { match = entry.principal }
+            for entry in principalTable.tokens where TokenDigest.equal(entry.digest, digest) { match = entry.principal }
             if let p = match {
                 do {
                     try p.checkRoomForConnection()
@@ -184,10 +182,7 @@ extension Server {
                     call.fail(error)
                     continue
                 }
-                pending.stopTimers()
-                // What the connection exchanged until now was an anonymous one's.
-                anonymousUsage.bytesIn += conn.bytesIn
-                anonymousUsage.bytesOut += conn.bytesOut
+                endPending(pending, of: conn)
                 conn.context = ClientSession(connection: conn, principal: p)
                 logger.info("\(conn.peerDescription) authenticated as '\(p.name)'")
                 call.reply(["principal": .string(p.name), "admin": .bool(p.isAdmin)])
@@ -209,8 +204,7 @@ extension Server {
                 guard let pending, let conn else { return }
                 pending.forget(timer)
                 pending.delayPending = false
-                anonymousUsage.errors[RPCError.Reason.unauthenticated.rawValue, default: 0] += 1
-                call.fail(authFailed)
+                call.fail(authFailed)  // counted as an anonymous error by `count`
                 if pending.failures >= PendingAuthentication.maxFailures {
                     logger.notice("closing \(conn.peerDescription): \(pending.failures) failed auth attempts")
                     conn.closeAfterFlush()
@@ -219,6 +213,19 @@ extension Server {
                 judgeNext(pending)
             }
         }
+    }
+
+    /// `conn` stops waiting for `auth` (it succeeded, or the connection closed): the
+    /// timers stop, and what it exchanged so far counts as an anonymous connection's.
+    func endPending(_ pending: PendingAuthentication, of conn: RPCConnection) {
+        pending.stopTimers()
+        anonymousUsage.bytesIn += conn.bytesIn
+        anonymousUsage.bytesOut += conn.bytesOut
+    }
+
+    private func alreadyAuthenticated(_ s: ClientSession) -> RPCError {
+        .app(.invalidState, "This connection already acts for principal '\(s.principal.name)'",
+             ["principal": .string(s.principal.name)])
     }
 
     private var authFailed: RPCError {

@@ -21,15 +21,11 @@ public final class Server {
     let hub: NotificationHub
     let coalescer: WriteCoalescer
     let requestSettings: RequestSettings
+    /// The principals, by name, uid and token (`Authentication.swift`).
+    let principalTable: PrincipalTable
     /// Every principal, by name: the configured ones and, unless one of them has the
     /// server's uid, "local", the Unix socket owner's.
-    let principals: [String: Principal]
-    /// Who a Unix-socket peer with the server's own uid acts for.
-    let ownerPrincipal: Principal
-    /// Principals that Unix-socket peers map to by their uid.
-    let principalsByUID: [UInt32: Principal]
-    /// Token digests and their principals, compared in constant time by `auth`.
-    let tokens: [(digest: [UInt8], principal: Principal)]
+    var principals: [String: Principal] { principalTable.byName }
     /// Failed `auth` attempts since start, and what connections that never authenticated
     /// sent and received, for an admin's `server.stats`.
     var authFailures: UInt64 = 0
@@ -67,13 +63,9 @@ public final class Server {
         coalescer = try WriteCoalescer(loop: loop)
         requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects,
                                           maxResponseBytes: config.maxResponseBytes)
-        let table = try PrincipalTable(config)
-        principals = table.byName
-        ownerPrincipal = table.owner
-        principalsByUID = table.byUID
-        tokens = table.tokens
+        principalTable = try PrincipalTable(config)
         cookies = try CookiePersistence(stateDirectory: config.stateDir, loop: loop, logger: logger)
-        for p in principals.values.sorted(by: { $0.name < $1.name }) { cookies.attach(p) }
+        for p in principalTable.byName.values.sorted(by: { $0.name < $1.name }) { cookies.attach(p) }
         sweepTimer = try EventLoop.Timer(loop: loop)
         dispatcher.gate = { [unowned self] call in try admit(call) }
         dispatcher.onError = { [unowned self] peer, error in count(error, from: peer) }
@@ -219,11 +211,7 @@ public final class Server {
         connections[c.id] = nil
         let context = c.context
         c.context = nil
-        if let pending = context as? PendingAuthentication {
-            pending.stopTimers()
-            anonymousUsage.bytesIn += c.bytesIn
-            anonymousUsage.bytesOut += c.bytesOut
-        }
+        if let pending = context as? PendingAuthentication { endPending(pending, of: c) }
         guard let session = context as? ClientSession else { return }
         session.end()
         for id in session.subscriptionIDs { session.principal.subscriptions[id] = nil }
