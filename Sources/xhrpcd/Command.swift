@@ -228,6 +228,15 @@ struct XHRPCD: ParsableCommand {
 /// The `--config` file: a JSON object whose keys are the flags' config keys.
 struct ConfigFile {
     var values = JSONObject()
+    /// How a message names a key: the file's own keys, or those of one entry of it.
+    var keyName: (String) -> String = { "the config key '\($0)'" }
+
+    /// Refuses a key outside `known`, naming `place` (the file, or an entry of it).
+    func rejectUnknownKeys(_ known: Set<String>, in place: String) throws {
+        for key in values.keys where !known.contains(key) {
+            throw ValidationError("\(place) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
+        }
+    }
 
     static func load(_ path: String) throws -> ConfigFile {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -242,10 +251,9 @@ struct ConfigFile {
                               "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "authTimeout",
                               "requestTTL", "detachTTL", "drainSeconds",
                               "tlsCert", "tlsKey", "tlsHandshakeTimeout"]
-            for key in o.keys where !known.contains(key) {
-                throw ValidationError("the config file \(path) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
-            }
-            return ConfigFile(values: o)
+            let file = ConfigFile(values: o)
+            try file.rejectUnknownKeys(known, in: "the config file \(path)")
+            return file
         } catch let e as JSONParseError {
             throw ValidationError("the config file \(path) is not JSON: \(e)")
         }
@@ -255,13 +263,13 @@ struct ConfigFile {
 
     func bool(_ key: String) throws -> Bool {
         guard let value = values[key] else { return false }
-        guard case .bool(let b) = value else { throw ValidationError("the config key '\(key)' must be true or false") }
+        guard case .bool(let b) = value else { throw ValidationError("\(keyName(key)) must be true or false") }
         return b
     }
 
     func object(_ key: String) throws -> JSONObject? {
         guard let value = values[key] else { return nil }
-        guard case .object(let o) = value else { throw ValidationError("the config key '\(key)' must be an object") }
+        guard case .object(let o) = value else { throw ValidationError("\(keyName(key)) must be an object") }
         return o
     }
 
@@ -274,34 +282,24 @@ struct ConfigFile {
         return try items.enumerated().map { index, item in
             let what = "principals[\(index)]"
             guard case .object(let o) = item else { throw ValidationError("\(what) must be an object") }
-            let known: Set = ["name", "tokenSha256", "uid", "admin", "limits"]
-            for key in o.keys where !known.contains(key) {
-                throw ValidationError("\(what) has an unknown key '\(key)'; known: \(known.sorted().joined(separator: ", "))")
-            }
-            guard let name = o["name"]?.stringValue else { throw ValidationError("\(what) needs a \"name\"") }
+            var entry = ConfigFile(values: o)
+            try entry.rejectUnknownKeys(["name", "tokenSha256", "uid", "admin", "limits"], in: what)
+            guard let name = entry.string("name") else { throw ValidationError("\(what) needs a \"name\"") }
+            entry.keyName = { "\(what) (\(name)): \"\($0)\"" }
             var hash: [UInt8]?
             if let text = o["tokenSha256"] {
                 guard let h = text.stringValue.flatMap(TokenDigest.parseHex) else {
-                    throw ValidationError("\(what) (\(name)): \"tokenSha256\" must be 64 hex digits, the SHA-256 of the token (printf %s TOKEN | sha256sum)")
+                    throw ValidationError("\(entry.keyName("tokenSha256")) must be 64 hex digits, the SHA-256 of the token (printf %s TOKEN | sha256sum)")
                 }
                 hash = h
             }
             var uid: UInt32?
             if let v = o["uid"] {
-                guard let n = v.int64Value, let u = UInt32(exactly: n) else { throw ValidationError("\(what) (\(name)): \"uid\" must be a uid") }
+                guard let n = v.int64Value, let u = UInt32(exactly: n) else { throw ValidationError("\(entry.keyName("uid")) must be a uid") }
                 uid = u
             }
-            var admin = false
-            if let v = o["admin"] {
-                guard case .bool(let b) = v else { throw ValidationError("\(what) (\(name)): \"admin\" must be true or false") }
-                admin = b
-            }
-            var limitsObject: JSONObject?
-            if let v = o["limits"] {
-                guard case .object(let l) = v else { throw ValidationError("\(what) (\(name)): \"limits\" must be an object") }
-                limitsObject = l
-            }
-            let limits = try XHRPCD.limits(limitsObject, base: defaults, what: "\(what) (\(name)) limits")
+            let limits = try XHRPCD.limits(try entry.object("limits"), base: defaults, what: "\(what) (\(name)) limits")
+            let admin = try entry.bool("admin")
             return PrincipalConfig(name: name, tokenHash: hash, uid: uid, isAdmin: admin, limits: limits)
         }
     }
