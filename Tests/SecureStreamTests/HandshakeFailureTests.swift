@@ -46,24 +46,33 @@ private func listen(_ harness: LoopHarness, _ outcome: Outcome, handshakeTimeout
     }
 }
 
-/// Plain text to a TLS port: the handshake fails at once with OpenSSL's reason, the
-/// server stream closes itself and tells its owner; nothing crashes, no handle is left.
-@Test func plaintextClientIsClosed() throws {
-    let harness = try LoopHarness(deadlineMilliseconds: 30_000)
-    let outcome = Outcome(harness)
-    let port = try listen(harness, outcome)
+/// Connects a plain TCP client to `port`, which reports how its input ended into
+/// `outcome` and calls `onData` for any bytes; `connected` runs once it is reading.
+private func plainClient(_ harness: LoopHarness, _ outcome: Outcome, port: Int, onData: @escaping () -> Void,
+                         connected: @escaping (Stream) -> Void = { _ in }) {
     Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
         guard case .success(let client) = result else { return harness.finish() }
         harness.track(client)
         harness.attempt("client") {
             try client.startReading { event in
                 switch event {
-                case .data: break  // an alert record, perhaps
+                case .data: onData()
                 case .eof: outcome.clientEnded("eof")
                 case .error(let error): outcome.clientEnded(error.name)
                 }
             }
         }
+        connected(client)
+    }
+}
+
+/// Plain text to a TLS port: the handshake fails at once with OpenSSL's reason, the
+/// server stream closes itself and tells its owner; nothing crashes, no handle is left.
+@Test func plaintextClientIsClosed() throws {
+    let harness = try LoopHarness(deadlineMilliseconds: 30_000)
+    let outcome = Outcome(harness)
+    let port = try listen(harness, outcome)
+    plainClient(harness, outcome, port: port, onData: {}) { client in  // data: an alert record, perhaps
         client.write(Array("{\"jsonrpc\":\"2.0\",\"method\":\"server.info\",\"id\":1}\n".utf8))
     }
     try harness.run()
@@ -79,19 +88,7 @@ private func listen(_ harness: LoopHarness, _ outcome: Outcome, handshakeTimeout
     let harness = try LoopHarness(deadlineMilliseconds: 30_000)
     let outcome = Outcome(harness)
     let port = try listen(harness, outcome, handshakeTimeout: 200)
-    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
-        guard case .success(let client) = result else { return harness.finish() }
-        harness.track(client)
-        harness.attempt("client") {
-            try client.startReading { event in
-                switch event {
-                case .data: Issue.record("data from a server that never finished a handshake")
-                case .eof: outcome.clientEnded("eof")
-                case .error(let error): outcome.clientEnded(error.name)
-                }
-            }
-        }
-    }
+    plainClient(harness, outcome, port: port, onData: { Issue.record("data from a server that never finished a handshake") })
     try harness.run()
     #expect(outcome.events == ["error"])
     #expect(outcome.error?.name == "ETIMEDOUT")
