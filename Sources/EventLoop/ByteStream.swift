@@ -29,6 +29,8 @@ public protocol ByteStream: AnyObject {
     var peerDescription: String { get }
     /// Whether the stream runs over TCP (otherwise a Unix-domain pipe).
     var isTCP: Bool { get }
+    /// The uid of the process at the other end of a Unix-domain pipe; nil over TCP.
+    var peerUID: UInt32? { get }
 }
 
 extension ByteStream {

@@ -312,4 +312,6 @@ public final class TLSStream: ByteStream {
 
     /// Always true today: TLS runs on TCP connections.
     public var isTCP: Bool { transport.isTCP }
+
+    public var peerUID: UInt32? { transport.peerUID }
 }

@@ -107,7 +107,7 @@ extension Server {
     func identify(_ stream: any ByteStream) -> Principal? {
         let table = principalTable
         if stream.isTCP { return table.tokens.isEmpty ? table.owner : nil }
-        guard let uid = (stream as? EventLoop.Stream)?.peerUID else { return nil }
+        guard let uid = stream.peerUID else { return nil }
         if let p = table.byUID[uid] { return p }
         return uid == UInt32(geteuid()) ? table.owner : nil
     }

@@ -320,4 +320,5 @@ final class PresentedAsTCP: ByteStream {
     func close(_ completion: (() -> Void)?) { pipe.close(completion) }
     var peerDescription: String { "fuzz (as TCP)" }
     var isTCP: Bool { true }
+    var peerUID: UInt32? { nil }
 }
