@@ -66,17 +66,14 @@ public final class TLSContext {
         guard SSL_CTX_use_certificate_chain_file(raw, certificateFile) == 1 else {
             throw TLSError("the TLS certificate file \(certificateFile) holds no usable PEM certificate: \(Self.openSSLErrors())")
         }
+        let mismatch = { TLSError("the TLS key file \(keyFile) does not belong to the certificate in \(certificateFile): \(Self.openSSLErrors())") }
         guard SSL_CTX_use_PrivateKey_file(raw, keyFile, SSL_FILETYPE_PEM) == 1 else {
             // Loading the key already compares it with the certificate.
-            if ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH {
-                throw TLSError("the TLS key file \(keyFile) does not belong to the certificate in \(certificateFile): \(Self.openSSLErrors())")
-            }
+            if ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH { throw mismatch() }
             throw TLSError("the TLS key file \(keyFile) holds no usable PEM private key (an unencrypted one is needed): \(Self.openSSLErrors())")
         }
         // Checked again in case OpenSSL ever stops comparing on load.
-        guard SSL_CTX_check_private_key(raw) == 1 else {
-            throw TLSError("the TLS key file \(keyFile) does not belong to the certificate in \(certificateFile): \(Self.openSSLErrors())")
-        }
+        guard SSL_CTX_check_private_key(raw) == 1 else { throw mismatch() }
     }
 
     /// A client context that trusts only the CAs in `caFile` (PEM) and verifies the
