@@ -92,6 +92,21 @@ class Startup(unittest.TestCase):
         self.assertIn("non-loopback", err)
 
 
+def first_admitted(connect):
+    """The first client of ``connect()`` that a server with --max-connections 1 serves.
+    The start-up probes (plain connects to each port) hold the slot until the server
+    has seen them go, so it retries until one is in."""
+    def admitted():
+        c = connect()
+        try:
+            c.request(INFO, None, id=1)
+            return c
+        except (ConnectionClosed, OSError):  # refused, or closed before we wrote
+            c.close()
+            return None
+    return poll_until(admitted, 10, "one client admitted")
+
+
 class TLSServer:
     """Mixed into a test case: a server with a TLS listener too, and ``connect()``
     gives a verified TLS client."""
@@ -281,17 +296,7 @@ class RefusedOverTLS(TLSServer, ServerTestCase):
     SERVER_ARGS = ("--max-connections", "1")
 
     def test_refusal_arrives_then_close(self):
-        # The start-up probes (plain connects to each port) hold a slot until the
-        # server has seen them go: the first client retries until it is in.
-        def admitted():
-            c = self.server.connect_tls()
-            try:
-                c.request(INFO, None, id=1)
-                return c
-            except ConnectionClosed:  # refused: a probe still held the slot
-                c.close()
-                return None
-        first = poll_until(admitted, 10, "one TLS client admitted")
+        first = first_admitted(self.server.connect_tls)
         self.addCleanup(first.close)
         second = self.connect()
         refusal = second.read_message(10)
@@ -310,16 +315,7 @@ class RefusedMidHandshake(unittest.TestCase):
                              log_level="info").start()
         self.addCleanup(server.kill)
 
-        # A Unix client takes the one slot (retrying while a start-up probe holds it).
-        def admitted():
-            c = server.connect()
-            try:
-                c.request(INFO, None, id=1)
-                return c
-            except (ConnectionClosed, OSError):  # refused, or closed before we wrote
-                c.close()
-                return None
-        holder = poll_until(admitted, 10, "one client admitted")
+        holder = first_admitted(server.connect)  # a Unix client takes the one slot
         silent = socket.create_connection(("127.0.0.1", server.tls_port), timeout=10)
         self.addCleanup(silent.close)
         # Refused; the refusal waits for a handshake that never comes.
