@@ -46,7 +46,7 @@ let package = Package(
         // SplitMix64, for the fuzz harness and the randomised tests alike.
         .target(name: "SeededRandom"),
         .target(name: "Service", dependencies: [
-            "EventLoop", "SecureStream", "COpenSSL", "JSON", "JSONRPC", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
+            "EventLoop", "SecureStream", "JSON", "JSONRPC", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: fuzzInstrumented, plugins: ["EmbedOpenRPC"]),
         .executableTarget(name: "embed-file", path: "Sources/embed-file"),
         .plugin(name: "EmbedOpenRPC", capability: .buildTool(), dependencies: ["embed-file"]),

@@ -1,5 +1,5 @@
-import COpenSSL
 import Foundation
+import SecureStream
 
 /// What a principal may hold at once. Every field has a server-wide default (a flag);
 /// a principal in the config file may override any of them.
@@ -69,14 +69,7 @@ public struct PrincipalConfig: Sendable, Equatable {
 /// guess was right.
 public enum TokenDigest {
     /// The SHA-256 of `token`'s UTF-8 bytes.
-    public static func sha256(_ token: String) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        let bytes = Array(token.utf8)
-        bytes.withUnsafeBufferPointer { b in
-            digest.withUnsafeMutableBufferPointer { d in _ = SHA256(b.baseAddress, b.count, d.baseAddress) }
-        }
-        return digest
-    }
+    public static func sha256(_ token: String) -> [UInt8] { Digest.sha256(Array(token.utf8)) }
 
     /// Parses 64 hexadecimal digits.
     public static func parseHex(_ text: String) -> [UInt8]? {
@@ -101,8 +94,5 @@ public enum TokenDigest {
     }
 
     /// Whether two digests are equal, in time that does not depend on where they differ.
-    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 } }
-    }
+    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool { Digest.constantTimeEqual(a, b) }
 }
