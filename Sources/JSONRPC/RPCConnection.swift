@@ -189,9 +189,10 @@ public final class RPCConnection: RPCPeer {
         if stream.pendingWriteBytes == 0 { close(reason: nil); return }
         closingAfterFlush = true
         if !started {
-            // A connection refused before `start()` (too many connections) has nobody
-            // holding it, and over TLS its error waits for the handshake: the stream's
-            // callbacks keep it until the flush ends, and closing the stream drops them.
+            // A connection refused before `start()` (too many connections) never got
+            // the stream's callbacks, and over TLS its error waits for the handshake:
+            // these see the flush end (and keep the connection alive until then, for a
+            // caller that does not hold it); closing the stream drops them.
             stream.onDrain = { self.drained() }
             stream.onWriteError = { _ in self.close(reason: nil) }
         }
