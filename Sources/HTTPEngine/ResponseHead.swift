@@ -28,6 +28,45 @@ public struct ResponseHead: Sendable {
         headers.first { !$0.value.isEmpty && $0.name.lowercased() == "location" }?.value
     }
 
+    /// How a head frames its body, as far as its `Content-Length` and
+    /// `Transfer-Encoding` tell (RFC 9112 §6.3).
+    enum Framing: Equatable {
+        case valid
+        /// Both: Transfer-Encoding wins, and the connection is not to be trusted after.
+        case transferEncodingAndLength
+        /// Content-Length values that differ, or one that is not a number: the body's
+        /// length cannot be known, so the response is unusable (a network error).
+        case invalid(String)
+    }
+
+    /// Checks the `Content-Length` fields: every value, in every field and every
+    /// comma-separated element, must be a decimal number, and all must be the same
+    /// (`Content-Length: 5, 5` is one length; `2` and `5` are two). libcurl reads the
+    /// first number it finds and would take one of two bodies for the whole response.
+    var framing: Framing {
+        var length: UInt64?
+        var values: [String] = []
+        var hasTransferEncoding = false
+        for h in headers {
+            if h.name.utf8.count == 17, h.name.lowercased() == "transfer-encoding" { hasTransferEncoding = true }
+            guard h.name.utf8.count == 14, h.name.lowercased() == "content-length" else { continue }
+            values.append(h.value)
+            for element in h.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                let digits = element.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
+                guard !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                    return .invalid("Content-Length \"\(h.value)\" is not a number")
+                }
+                let n = digits.reversed().reduce(UInt64(0)) { $0 * 10 + UInt64($1 - 0x30) }
+                if let length, length != n {
+                    return .invalid("Content-Length values differ (\(values.joined(separator: "; ")))")
+                }
+                length = n
+            }
+        }
+        if length != nil, hasTransferEncoding { return .transferEncodingAndLength }
+        return .valid
+    }
+
     /// The values of a header, case-insensitively, joined with ", " as RFC 9110 §5.3
     /// allows; nil when absent.
     public func value(of name: String) -> String? {

@@ -13,10 +13,33 @@ import CShims  // CURLINFO_* resolve through it in release (whole-module) builds
 /// after a few unchanged progress reports if it is stalled (`progressArrived`), and says
 /// nothing more: nobody is left to hear.
 ///
-/// A Transfer runs once. To repeat a request, make a new Transfer. Confined to the loop's
-/// thread, like everything in this module.
+/// A Transfer runs once. To repeat a request, make a new Transfer. A run may take
+/// several hops: the engine follows redirects itself, each hop on the same easy handle
+/// (`TransferEngine+Redirects.swift`). Confined to the loop's thread, like everything
+/// in this module.
 public final class Transfer {
+    /// The request as the caller made it.
     public let request: TransferRequest
+    /// What the current hop sends: `request` at first, then what each redirect made of
+    /// it (`RedirectRule`).
+    var hop: TransferRequest
+    /// Redirects followed so far.
+    var redirectsFollowed = 0
+    /// The head of the redirect the current hop answered with, set at the blank line
+    /// that ends it: its body is read and dropped, and the engine follows it when the
+    /// hop completes.
+    var redirectHead: ResponseHead?
+    /// Why a response head's framing is invalid (RFC 9112 §6.3), found at the end of the
+    /// head; the transfer is aborted there and ends with this as its failure.
+    var framingError: String?
+    /// A head with both Transfer-Encoding and Content-Length was read on this hop: the
+    /// body is framed by Transfer-Encoding (as RFC 9112 §6.3 says), and the connection
+    /// is not reused afterwards (`TransferEngine.retireConnection`).
+    var connectionSuspect = false
+    /// When the first hop started (`monotonicSeconds`), for the whole run's timeout and
+    /// `TransferMetrics.totalTime`; connections opened by earlier hops.
+    var startedAt = 0.0
+    var earlierConnections = 0
     public private(set) weak var delegate: TransferDelegate?
     /// Figures about the finished transfer, set just before `completedWith`.
     public internal(set) var metrics: TransferMetrics?
@@ -63,6 +86,7 @@ public final class Transfer {
     /// Makes a transfer that has not started; `TransferEngine.start` runs it.
     public init(request: TransferRequest, delegate: TransferDelegate) {
         self.request = request
+        self.hop = request
         self.delegate = delegate
     }
 
@@ -112,6 +136,9 @@ public final class Transfer {
     /// to go on, `CURL_WRITEFUNC_PAUSE` to pause, anything else (0) to abort.
     func bodyArrived(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard state == .running, let delegate else { return 0 }
+        // The body of a redirect being followed: read so the connection can be reused,
+        // and dropped (libcurl does the same with the bodies of redirects it follows).
+        if redirectHead != nil { return bytes.count }
         if !headDelivered {
             deliverHead(delegate)
             guard state == .running else { return 0 }
@@ -132,30 +159,46 @@ public final class Transfer {
         // The blank line ends a block: if it is the final response's, the client sees
         // HEADERS_RECEIVED now, not only when the first body byte comes.
         let blank = line.count <= 2 && line.allSatisfy { $0 == 13 || $0 == 10 }
-        // The end of a redirect's head is the last moment before libcurl follows it:
-        // refusing the line aborts the transfer before the next hop is contacted.
-        if blank, request.followRedirects, let head = headParser.current, (300...399).contains(head.status),
-           let engine, let denial = engine.redirectDenial(self, head) {
-            self.denial = denial
-            return 0
+        guard blank, let head = headParser.current else { return line.count }
+        if head.status >= 200 {
+            // A body whose length cannot be known must not be read at all: refusing the
+            // line aborts the transfer, and libcurl closes a connection whose transfer
+            // failed, so nothing of it is taken for the next response.
+            switch head.framing {
+            case .invalid(let why):
+                framingError = why
+                return 0
+            case .transferEncodingAndLength:
+                connectionSuspect = true
+            case .valid:
+                break
+            }
         }
-        if blank, let head = headParser.current, isFinal(head), let delegate {
+        if willFollow(head) {
+            redirectHead = head
+            return line.count
+        }
+        if isFinal(head), let delegate {
             deliverHead(delegate)
             guard state == .running else { return 0 }
         }
         return line.count
     }
 
+    /// Whether the engine follows this response: a redirect of one of the followed
+    /// codes with a `Location`, when the request follows redirects.
+    private func willFollow(_ head: ResponseHead) -> Bool {
+        hop.followRedirects && RedirectRule.followedCodes.contains(head.status) && head.followedLocation != nil
+    }
+
     /// Whether libcurl will hand us this block's body, judged at the blank line that ends
-    /// it: not an interim 1xx, not a redirect libcurl follows, not an authentication
-    /// challenge it may answer by retrying. When unsure it says no, and the head is
+    /// it: not an interim 1xx, not a redirect the engine follows, not an authentication
+    /// challenge libcurl may answer by retrying. When unsure it says no, and the head is
     /// delivered with the first body byte or at completion instead (libcurl skips the
-    /// bodies of responses it follows or retries).
+    /// bodies of responses it retries).
     private func isFinal(_ head: ResponseHead) -> Bool {
         if head.status < 200 { return false }
-        if request.followRedirects, (300...399).contains(head.status), head.status != 304,
-           head.followedLocation != nil { return false }
-        if head.status == 401, request.user != nil { return false }
+        if head.status == 401, hop.user != nil { return false }
         if head.status == 407 { return false }
         return true
     }

@@ -16,21 +16,12 @@ import CShims  // CURLINFO_* resolve through it in release (whole-module) builds
 ///    allowed and one denied address still works through the allowed one. Checking
 ///    here, not after our own DNS lookup, is what defeats DNS rebinding: the address
 ///    checked is the one connected to.
-/// 3. On every redirect hop, before libcurl follows it. libcurl 7.88 has no redirect
-///    callback, and `CURLINFO_REDIRECT_URL` is empty while it follows redirects itself
-///    (it is filled only when it does not). So at the blank line that ends a 3xx head
-///    with a `Location` — the header callback's last call for that response, before
-///    libcurl acts on it — the engine resolves the `Location` against the current URL
-///    with libcurl's own parser (`URLTarget.resolve`) and runs check 1 on the result;
-///    a refusal makes the header callback return 0, which aborts the transfer before the
-///    next hop is contacted. Following redirects ourselves instead would mean
-///    re-implementing what libcurl does between hops (method changes on 301/302/303,
-///    dropping credentials on a host change, rewinding uploads, the hop count), where
-///    a mistake is a security bug of its own; the check at the end of the head needs
-///    none of that. Only `http` and `https` targets pass (libcurl's
-///    `CURLOPT_REDIR_PROTOCOLS_STR` also says so, but the refusal here names the hop).
-///    A `Location` that cannot be parsed is refused too: what cannot be read cannot be
-///    checked.
+/// 3. On every redirect hop, before the engine follows it
+///    (`TransferEngine+Redirects.swift`): the `Location` is resolved against the hop's
+///    URL with libcurl's own parser (`URLTarget.resolve`) and check 1 runs on the
+///    result before the next hop is configured. Only `http` and `https` targets pass,
+///    and a `Location` that cannot be parsed is refused too: what cannot be read
+///    cannot be checked.
 ///
 /// Every denial ends the transfer with `TransferFailure.egressDenied`, whose text
 /// begins `Denied by egress policy: ` and names what was denied and why.
@@ -57,7 +48,7 @@ extension TransferEngine {
     /// Completes a transfer refused at `start`, unless it was cancelled meanwhile.
     func completeDenied(_ t: Transfer) {
         guard t.state == .running else { return }
-        t.metrics = TransferMetrics(effectiveURL: t.request.url, redirectCount: 0, connectionsOpened: 0, totalTime: 0)
+        t.metrics = TransferMetrics(effectiveURL: t.hop.url, redirectCount: 0, connectionsOpened: 0, totalTime: 0)
         t.state = .finished
         detach(t)
         t.delegate?.transfer(t, completedWith: t.denial)
@@ -84,44 +75,8 @@ extension TransferEngine {
         return true
     }
 
-    /// Check 1 on a redirect hop, from the header callback at the end of a 3xx head.
-    /// nil lets libcurl follow (or not: without a `Location`, or past the hop limit,
-    /// libcurl does not follow, and there is nothing to check). Without a policy
-    /// nothing is checked, not even the scheme: libcurl's own protocol list still
-    /// refuses other schemes then, with its own message.
-    func redirectDenial(_ t: Transfer, _ head: ResponseHead) -> TransferFailure? {
-        guard let policy = options.egressPolicy, let location = head.followedLocation, let slot = t.slot else {
-            return nil
-        }
-        if let followed = slot.easy.info(long: CURLINFO_REDIRECT_COUNT), followed >= t.request.maxRedirects {
-            return nil  // libcurl stops here with "Maximum redirects followed"
-        }
-        let base = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
-        let reason: String
-        // The target as quoted in the status text and the log, without any password.
-        let shown = URLRedaction.redact(location)
-        do {
-            let target = try URLTarget.resolve(location: location, against: base)
-            if target.scheme != "http" && target.scheme != "https" {
-                reason = "the redirect to \(shown) uses the scheme \"\(target.scheme)\"; only http and https are spoken."
-            } else if case let .denied(why) = policy.checkDestination(host: target.host, port: target.port) {
-                reason = "the redirect to \(shown) was refused: \(why)"
-            } else {
-                // libcurl follows: what the open-socket check records from here on is
-                // about the next hop's addresses only.
-                t.deniedAddresses = []
-                t.allowedConnects = 0
-                return nil
-            }
-        } catch {
-            reason = "the redirect to \(shown) cannot be read, so it cannot be checked (\((error as? TransferFailure)?.text ?? "\(error)"))."
-        }
-        log.notice("egress denied: \(reason)")
-        return .egressDenied(reason)
-    }
-
     /// The failure to report instead of libcurl's when the policy caused it: the denial
-    /// at a redirect hop (libcurl saw only a header callback returning 0), or, when
+    /// at `start`, or, when
     /// every address libcurl tried was refused, those refusals (libcurl saw only sockets
     /// that could not be made). nil leaves libcurl's own failure.
     /// `url` is the transfer's effective URL, the last hop's.

@@ -24,7 +24,7 @@ extension TransferEngine {
     /// into the next.
     func configure(_ slot: EasySlot, for t: Transfer, isHTTPS: Bool) throws {
         let e = slot.easy
-        let r = t.request
+        let r = t.hop
         let transferPointer = Unmanaged.passUnretained(t).toOpaque()
         let enginePointer = Unmanaged.passUnretained(self).toOpaque()
 
@@ -74,6 +74,11 @@ extension TransferEngine {
             try e.set(CURLOPT_PROXY, "")
         }
 
+        // Who asks: a request without a User-Agent of its own carries the engine's.
+        // libcurl leaves this one out when the request's headers name one, so the
+        // caller's replaces it rather than joining it.
+        if !options.userAgent.isEmpty { try e.set(CURLOPT_USERAGENT, options.userAgent) }
+
         // What comes back: decoded bodies, no proxy CONNECT heads in the header stream.
         try e.set(CURLOPT_ACCEPT_ENCODING, TransferEngine.acceptEncoding)
         try e.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
@@ -89,13 +94,8 @@ extension TransferEngine {
         guard r.maxRedirects >= 0 else {
             throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "maxRedirects must be 0 or more")
         }
-        if r.followRedirects {
-            // Not following is the default, and then neither the limit nor the
-            // protocols a redirect may switch to matter (libcurl's own list adds ftp).
-            try e.set(CURLOPT_FOLLOWLOCATION, 1)
-            try e.set(CURLOPT_MAXREDIRS, r.maxRedirects)
-            try e.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        }
+        // Redirects are followed by the engine, not by libcurl (`FOLLOWLOCATION` stays
+        // off; see `TransferEngine+Redirects.swift`).
 
         // Credentials.
         if let user = r.user {
@@ -208,7 +208,7 @@ extension TransferEngine {
     /// the engine suppresses unless the request names a Content-Type itself: the engine
     /// sends the headers it was given, and invents none.
     private func configureMethodAndBody(_ e: EasyHandle, _ t: Transfer) throws -> Bool {
-        let method = t.request.method
+        let method = t.hop.method
         guard !method.isEmpty, method.utf8.allSatisfy(TransferEngine.isTokenByte) else {
             throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Method \"\(method)\" is not a valid HTTP token")
         }
@@ -216,7 +216,7 @@ extension TransferEngine {
             try e.set(CURLOPT_NOBODY, 1)
             return false
         }
-        switch t.request.body {
+        switch t.hop.body {
         case .none:
             switch method {
             case "GET":
@@ -270,11 +270,15 @@ extension TransferEngine {
     /// transfer from here and is freed in `Transfer.releaseResources`.
     private func configureHeaders(_ e: EasyHandle, _ t: Transfer, suppressContentType: Bool) throws {
         var lines: [String] = []
-        lines.reserveCapacity(t.request.headers.count + 1)
+        lines.reserveCapacity(t.hop.headers.count + 1)
         var hasContentType = false
-        for (name, value) in t.request.headers {
+        for (name, value) in t.hop.headers {
             guard !name.isEmpty, name.utf8.allSatisfy(TransferEngine.isTokenByte) else {
                 throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Header name \"\(name)\" is not a valid HTTP token")
+            }
+            // The second line of defence: the Service layer refuses these names first.
+            guard !TransferRequest.isReservedHeader(name) else {
+                throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Header \"\(name)\" is the engine's own (message framing and connection)")
             }
             guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
                 throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Header \"\(name)\" has CR, LF or NUL in its value")

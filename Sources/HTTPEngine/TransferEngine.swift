@@ -141,6 +141,7 @@ public final class TransferEngine {
                                   "This transfer was already started; make a new Transfer for each request")
         }
         let target = try TransferEngine.validate(url: t.request.url)
+        t.startedAt = TransferEngine.monotonicSeconds()
         if let denial = startDenial(target) {
             deny(t, denial)
             return
@@ -305,35 +306,50 @@ public final class TransferEngine {
         }
     }
 
-    /// A transfer libcurl finished: gives a body-less success its head, records the
-    /// metrics, takes the handle out of the multi, and only then tells the delegate, so a
-    /// delegate that starts its next request from `completedWith` can reuse the handle
-    /// and the connection.
+    /// A transfer libcurl finished: follows a redirect with the next hop, or gives a
+    /// body-less success its head, records the metrics, takes the handle out of the
+    /// multi, and only then tells the delegate, so a delegate that starts its next
+    /// request from `completedWith` can reuse the handle and the connection.
     private func complete(_ t: Transfer, _ result: CURLcode) {
         guard t.state == .running, let slot = t.slot else { return }
-        let effectiveURL = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.request.url
-        let failure = result == CURLE_OK ? nil : egressFailure(of: t, at: effectiveURL) ?? TransferFailure(
-            curlCode: result, errorBuffer: slot.errorBuffer,
-            osErrno: Int32(truncatingIfNeeded: slot.easy.info(long: CURLINFO_OS_ERRNO) ?? 0),
-            overTLS: effectiveURL.prefix(6).lowercased() == "https:")
+        let effectiveURL = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.hop.url
+        var failure: TransferFailure?
+        if let why = t.framingError {
+            failure = TransferFailure(CURLE_WEIRD_SERVER_REPLY, TransferFailure.invalidFramingPrefix + why)
+        } else if result != CURLE_OK {
+            failure = egressFailure(of: t, at: effectiveURL) ?? TransferFailure(
+                curlCode: result, errorBuffer: slot.errorBuffer,
+                osErrno: Int32(truncatingIfNeeded: slot.easy.info(long: CURLINFO_OS_ERRNO) ?? 0),
+                overTLS: effectiveURL.prefix(6).lowercased() == "https:")
+        } else if let redirect = t.redirectHead {
+            failure = followRedirect(t, slot, redirect, from: effectiveURL)
+            if failure == nil { return }  // the next hop runs
+        }
         t.metrics = TransferMetrics(
             effectiveURL: effectiveURL,
-            redirectCount: slot.easy.info(long: CURLINFO_REDIRECT_COUNT) ?? 0,
-            connectionsOpened: slot.easy.info(long: CURLINFO_NUM_CONNECTS) ?? 0,
-            totalTime: Double(slot.easy.info(offset: CURLINFO_TOTAL_TIME_T) ?? 0) / 1_000_000)
+            redirectCount: t.redirectsFollowed,
+            connectionsOpened: t.earlierConnections + (slot.easy.info(long: CURLINFO_NUM_CONNECTS) ?? 0),
+            totalTime: TransferEngine.monotonicSeconds() - t.startedAt)
         // The connection libcurl kept for reuse, if any, for `closeConnections(usedBy:)`.
         // Only readable now: after removal from the multi libcurl no longer knows it.
-        var socket = Curl.socketBad
-        if xh_easy_getinfo_socket(slot.easy.raw, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket >= 0 {
-            t.lastConnection = watch(socket)
-        }
+        t.lastConnection = cachedConnection(of: slot)
         if failure == nil, !t.headDelivered, let delegate = t.delegate {
             t.deliverHead(delegate)
             guard t.state == .running else { return }  // cancelled from receivedHead
         }
         t.state = .finished
         detach(t)
+        if t.connectionSuspect { closeConnections(usedBy: t) }
         t.delegate?.transfer(t, completedWith: failure)
+    }
+
+    /// The connection a finished hop left in libcurl's cache, if any.
+    func cachedConnection(of slot: EasySlot) -> SocketWatch? {
+        var socket = Curl.socketBad
+        guard xh_easy_getinfo_socket(slot.easy.raw, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket >= 0 else {
+            return nil
+        }
+        return watch(socket)
     }
 
     // MARK: - Deferred work

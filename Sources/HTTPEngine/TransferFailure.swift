@@ -33,6 +33,10 @@ public struct TransferFailure: Error, Sendable, CustomStringConvertible {
     /// The prefix of every denial's text, which clients match (DESIGN.md §5).
     public static let egressDeniedPrefix = "Denied by egress policy: "
 
+    /// The prefix of the failure of a response whose framing is invalid (RFC 9112 §6.3:
+    /// Content-Length values that differ, or one that is not a number).
+    public static let invalidFramingPrefix = "Invalid response framing: "
+
     /// Whether the egress policy stopped the transfer (at start, at a redirect hop, or
     /// at every address it tried to connect to).
     public var isEgressDenial: Bool { code == TransferFailure.egressDeniedCode }
@@ -65,6 +69,12 @@ public struct TransferFailure: Error, Sendable, CustomStringConvertible {
             || (overTLS && (curlCode == CURLE_RECV_ERROR || curlCode == CURLE_SEND_ERROR)
                 && text.hasPrefix(TransferFailure.tlsLibraryPrefix))
         if tlsLayer, !text.hasPrefix("SSL") { text = "SSL: " + text }
+        // libcurl refuses a Content-Length that is negative or not a number itself, as
+        // it reads the line, before the engine sees the head (`ResponseHead.framing`
+        // catches the rest): the same failure, said the same way.
+        if curlCode == CURLE_WEIRD_SERVER_REPLY, text.hasPrefix("Invalid Content-Length") {
+            text = TransferFailure.invalidFramingPrefix + "Content-Length is not a number (\(text))"
+        }
         if curlCode == CURLE_RECV_ERROR, let status = TransferFailure.refusedTunnelStatus(text) {
             let phrase = HTTPStatus.phrase(for: status)
             text += (phrase.isEmpty ? "" : " (\(phrase))") + ": the proxy refused to open a tunnel to the server"

@@ -79,8 +79,11 @@ public enum TransferBody: Sendable {
 /// - `.file` is an upload: `PUT`, unless the method is a custom one (anything but `GET`,
 ///   `HEAD`, `POST`, `PUT`), which is then sent as it is (GDHttpRequest's
 ///   `sendWithFile` rule).
-/// - A custom method is kept on every redirect hop (libcurl's rule for
-///   `CURLOPT_CUSTOMREQUEST`); a `POST` becomes `GET` after 301, 302 and 303.
+/// - Redirects change method and body as `RedirectRule` says (RFC 9110 §15.4).
+///
+/// Headers that frame the message or manage the connection are the engine's alone
+/// (`reservedHeaderNames`): with a caller's `Content-Length` beside the body libcurl
+/// sends, an origin would read the body as a second request.
 ///
 /// Not `Sendable`: it may carry a `CookieJar`, which is confined to the loop's thread
 /// like the engine that reads the request.
@@ -90,7 +93,8 @@ public struct TransferRequest {
     /// An absolute `http` or `https` URL; anything else is refused by `start`.
     public var url: String
     /// Request headers in the order to send them. An empty value is sent as an empty
-    /// header (`Name;` in libcurl's convention), not dropped. CR, LF and NUL are refused.
+    /// header (`Name;` in libcurl's convention), not dropped. CR, LF and NUL are refused,
+    /// and so are the reserved names (`reservedHeaderNames`).
     public var headers: [(name: String, value: String)]
     public var body: TransferBody
     /// Seconds for the whole transfer, connect and redirects included; 0 means no limit.
@@ -155,6 +159,22 @@ public struct TransferRequest {
     }
 }
 
+extension TransferRequest {
+    /// The names, lower case, of the headers that only the engine sets (RFC 9112 §6
+    /// message framing, §9 connection management, RFC 9110 §7.2 `Host`, §7.6
+    /// `Connection`, `TE`, `Trailer`, `Upgrade`): a caller's value would make what
+    /// libcurl sends mean something else to the origin or to a proxy in between.
+    public static let reservedHeaderNames: Set<String> = [
+        "content-length", "transfer-encoding", "host", "connection", "keep-alive",
+        "proxy-connection", "te", "trailer", "upgrade",
+    ]
+
+    /// Whether `name` (any case) is one of `reservedHeaderNames`.
+    public static func isReservedHeader(_ name: String) -> Bool {
+        name.utf8.count <= 17 && reservedHeaderNames.contains(name.lowercased())
+    }
+}
+
 /// Engine-wide settings, fixed when the engine is made.
 public struct EngineOptions: Sendable {
     /// Size of the connection cache (`CURLMOPT_MAXCONNECTS`); libcurl would otherwise let
@@ -171,6 +191,9 @@ public struct EngineOptions: Sendable {
     /// not about the policy run without one. The server always sets one; its default,
     /// with no patterns, denies loopback, private and the other special-purpose ranges.
     public var egressPolicy: EgressPolicy? = nil
+    /// The `User-Agent` of requests that do not set one (RFC 9110 §10.1.5); empty sends
+    /// none.
+    public var userAgent: String = ""
     /// Defaults: 256 cached connections, no per-host limit, the system's CAs, TLS 1.2
     /// or later, no egress policy.
     public init() {}

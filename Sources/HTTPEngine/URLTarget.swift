@@ -56,8 +56,9 @@ public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
     /// `CURLU_ALLOW_SPACE` as it uses for a real redirect. Any scheme is read
     /// (`CURLU_NON_SUPPORT_SCHEME`), so the caller can refuse `ftp:` or `file:` by name.
     /// Throws when either cannot be parsed; the caller then refuses the hop, since a
-    /// target it cannot read is a target it cannot check.
-    static func resolve(location: String, against base: String) throws -> URLTarget {
+    /// target it cannot read is a target it cannot check. Returns the absolute URL the
+    /// next hop is sent to, and its target.
+    static func resolve(location: String, against base: String) throws -> (url: String, target: URLTarget) {
         let u = try makeHandle()
         defer { curl_url_cleanup(u) }
         var rc = curl_url_set(u, CURLUPART_URL, base, UInt32(CURLU_NON_SUPPORT_SCHEME))
@@ -68,7 +69,10 @@ public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
         guard rc == CURLUE_OK else {
             throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed redirect URL: \(String(cString: curl_url_strerror(rc)))")
         }
-        return try read(u)
+        guard let url = part(u, CURLUPART_URL, 0) else {
+            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed redirect URL: it has no absolute form")
+        }
+        return (url, try read(u))
     }
 
     private static func makeHandle() throws -> OpaquePointer {

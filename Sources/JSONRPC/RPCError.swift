@@ -55,6 +55,22 @@ public struct RPCError: Error, Equatable, Sendable, CustomStringConvertible {
     public static func invalidParams(_ detail: String) -> RPCError {
         RPCError(code: -32602, message: "Invalid params", data: ["detail": .string(detail)])
     }
+    /// The refusals of parameters that clients match on: still -32602, with one of
+    /// these in `data.reason` beside `detail`.
+    public enum ParamsReason: String, CaseIterable, Sendable {
+        /// A header the service sets itself (framing and connection headers).
+        case forbiddenHeader = "forbidden_header"
+        /// CONNECT, TRACE or TRACK.
+        case forbiddenMethod = "forbidden_method"
+    }
+
+    /// Bad parameters refused for a `ParamsReason`: `-32602` with `data.reason` and
+    /// `extra` beside `detail`.
+    public static func invalidParams(_ detail: String, reason: ParamsReason, _ extra: JSONObject = [:]) -> RPCError {
+        var data: JSONObject = ["detail": .string(detail), "reason": .string(reason.rawValue)]
+        for m in extra.members { data[m.key] = m.value }
+        return RPCError(code: -32602, message: "Invalid params", data: .object(data))
+    }
     public static func internalError(_ detail: String) -> RPCError {
         RPCError(code: -32603, message: "Internal error", data: ["detail": .string(detail)])
     }

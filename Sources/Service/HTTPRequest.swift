@@ -109,7 +109,10 @@ final class HTTPRequest: TransferDelegate {
         perform(machine.open())
     }
 
+    /// Adds a header to send. The one way in for headers, whoever supplies them: the
+    /// syntax and the reserved names are checked here (`HTTPSyntax.checkHeader`).
     func setRequestHeader(_ name: String, _ value: String) throws(RPCError) {
+        try HTTPSyntax.checkHeader(name, value)
         guard state == .opened else { throw misuse("setRequestHeader", allowed: "OPENED") }
         // As XMLHttpRequest does, a header set twice is sent once with both values.
         if let i = headers.firstIndex(where: { $0.name.lowercased() == name.lowercased() }) {

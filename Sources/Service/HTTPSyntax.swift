@@ -1,8 +1,13 @@
+import HTTPEngine
+import JSON
 import JSONRPC
 
-/// The syntax checks on what clients hand us for the HTTP request: methods and header
-/// names are RFC 9110 tokens, header values carry no CR, LF or NUL (no header
-/// injection), and URLs are absolute http or https URLs with a host.
+
+/// The checks on what clients hand us for the HTTP request, every place caller bytes
+/// reach the wire: methods are RFC 9110 tokens and not CONNECT, TRACE or TRACK; header
+/// names are tokens and not the ones that frame the message or manage the connection;
+/// header values and credentials carry no CR, LF or NUL (no header injection); URLs are
+/// absolute http or https URLs with a host and no CR, LF, NUL or space.
 enum HTTPSyntax {
     static func isToken(_ s: String) -> Bool {
         !s.isEmpty && s.utf8.allSatisfy { b in
@@ -20,6 +25,33 @@ enum HTTPSyntax {
         !s.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
 
+    /// A header a caller may send: a token name that is not one of the engine's own
+    /// (`TransferRequest.reservedHeaderNames`: `Content-Length`, `Transfer-Encoding`,
+    /// `Host`, `Connection`…, any case), and a value without CR, LF or NUL. Every way a
+    /// caller supplies headers goes through here (`HTTPRequest.setRequestHeader`).
+    static func checkHeader(_ name: String, _ value: String) throws(RPCError) {
+        guard isToken(name) else {
+            throw .invalidParams("'\(name)' is not a header name (letters, digits and !#$%&'*+-.^_`|~)")
+        }
+        guard !TransferRequest.isReservedHeader(name) else {
+            throw .invalidParams("'\(name)' is set by the service itself (message framing and connection headers cannot be set)",
+                                 reason: .forbiddenHeader, ["header": .string(name)])
+        }
+        guard isFieldValue(value) else { throw .invalidParams("the value of '\(name)' must not contain CR, LF or NUL") }
+    }
+
+    /// Methods that are not requests for a resource: CONNECT asks for a tunnel, TRACE
+    /// and TRACK echo the request back (credentials included). Refused as the Fetch
+    /// standard refuses them.
+    static let forbiddenMethods: Set<String> = ["CONNECT", "TRACE", "TRACK"]
+
+    /// A user name or password: sent in headers that libcurl builds (Digest quotes the
+    /// user name without escaping line breaks), so no CR, LF or NUL.
+    static func checkCredential(_ value: String?, name: String) throws(RPCError) {
+        guard let value else { return }
+        guard isFieldValue(value) else { throw .invalidParams("'\(name)' must not contain CR, LF or NUL") }
+    }
+
     /// Longer than any method in use (the longest registered one has 17 letters).
     static let maxMethodBytes = 64
 
@@ -30,6 +62,9 @@ enum HTTPSyntax {
             throw .invalidParams("'method' must be an HTTP method token of at most \(maxMethodBytes) bytes, such as GET")
         }
         let upper = m.uppercased()
+        guard !forbiddenMethods.contains(upper) else {
+            throw .invalidParams("the method \(upper) is not allowed", reason: .forbiddenMethod, ["method": .string(m)])
+        }
         return ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH"].contains(upper) ? upper : m
     }
 

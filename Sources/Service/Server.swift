@@ -58,7 +58,9 @@ public final class Server {
         self.loop = loop
         self.logger = logger
         dispatcher = Dispatcher(registry: registry)
-        engine = try TransferEngine(loop: loop, options: config.engine)
+        var engineOptions = config.engine
+        if engineOptions.userAgent.isEmpty { engineOptions.userAgent = "xhrpc/\(Server.version)" }
+        engine = try TransferEngine(loop: loop, options: engineOptions)
         hub = try NotificationHub(loop: loop)
         coalescer = try WriteCoalescer(loop: loop)
         requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects,

@@ -20,9 +20,19 @@ import TestSupport
     }
     #expect(server.methodParameterNames == documented)
     #expect(Server.openRPCDocument == doc)
-    // Every application error reason is documented.
-    let reasons = Set((doc["components"]?["errors"]?.objectValue?.members ?? []).compactMap { $0.value["data"]?["reason"]?.stringValue })
-    #expect(reasons == Set(RPCError.Reason.allCases.map(\.rawValue)))
+    // Every application error reason, and every reason of a -32602 refusal, is
+    // documented, with its code.
+    let errors = doc["components"]?["errors"]?.objectValue?.members ?? []
+    func reasons(_ code: (Int64) -> Bool) -> Set<String> {
+        Set(errors.filter { code($0.value["code"]?.int64Value ?? 0) }.compactMap { $0.value["data"]?["reason"]?.stringValue })
+    }
+    #expect(reasons { $0 != -32602 } == Set(RPCError.Reason.allCases.map(\.rawValue)))
+    #expect(reasons { $0 == -32602 } == Set(RPCError.ParamsReason.allCases.map(\.rawValue)))
+    for e in errors {
+        if let reason = e.value["data"]?["reason"]?.stringValue, let r = RPCError.Reason(rawValue: reason) {
+            #expect(e.value["code"]?.int64Value == Int64(r.code), "\(reason)")
+        }
+    }
     var done = false
     server.shutdown { done = true }
     loop.run()

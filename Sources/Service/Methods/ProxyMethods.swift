@@ -21,6 +21,8 @@ extension Server {
             let auth = try p.optionalWord("auth", oneOf: ["BASIC", "DIGEST", "NTLM"]).flatMap(AuthScheme.init(rawValue:)) ?? .basic
             let user = try p.optionalString("user")
             let password = try p.optionalString("password")
+            try HTTPSyntax.checkCredential(user, name: "user")
+            try HTTPSyntax.checkCredential(password, name: "password")
             try r.checkOptionsAllowed("enableHttpProxy")
             r.proxy = ProxySettings(host: host, port: port, user: user, password: password, auth: auth)
             return true
