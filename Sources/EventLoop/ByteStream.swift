@@ -31,6 +31,11 @@ public protocol ByteStream: AnyObject {
     var isTCP: Bool { get }
     /// The uid of the process at the other end of a Unix-domain pipe; nil over TCP.
     var peerUID: UInt32? { get }
+    /// True when the peer has closed its end (or shut it for writing) and nothing it
+    /// sent before is left unread: the next read would be the end of input. Looked at
+    /// now, without reading, so a server can reap such connections before the loop gets
+    /// round to their reads.
+    var peerHasClosed: Bool { get }
 }
 
 extension ByteStream {
@@ -41,6 +46,9 @@ extension ByteStream {
 
     /// Closes the stream without waiting for the close to finish.
     public func close() { close(nil) }
+
+    /// Streams that cannot tell say no: their end of input arrives as a read.
+    public var peerHasClosed: Bool { false }
 }
 
 extension Stream: ByteStream {}

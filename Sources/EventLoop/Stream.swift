@@ -368,6 +368,17 @@ public final class Stream: UVHandle {
         return credentials.uid
     }
 
+    /// Whether a one-byte peek finds the end of input: the peer closed (or shut down
+    /// writing) and every byte it sent has been read. `MSG_DONTWAIT`, so it never
+    /// blocks; an error or data waiting both say no (the read will report them).
+    public var peerHasClosed: Bool {
+        guard !isClosed else { return false }
+        var fd = uv_os_fd_t()
+        guard uv_fileno(uvHandle, &fd) == 0 else { return false }
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) == 0
+    }
+
     /// Turns Nagle's algorithm off (`true`) or on. JSON-RPC replies are small and latency
     /// bound, so accepted and client-connected TCP streams start with it off. Does
     /// nothing on a pipe or a closed stream.

@@ -122,6 +122,18 @@ public final class RPCConnection: RPCPeer {
         }
     }
 
+    /// Takes the end of input now if the peer has already closed with nothing unread
+    /// (`ByteStream.peerHasClosed`), instead of when the loop next reads: exactly what
+    /// that read would do, only sooner. Returns whether the connection is closed now (it
+    /// stays open while calls it made are still to be answered). The server calls this
+    /// before refusing a client for a connection limit, so connections whose clients
+    /// have gone are not counted against a live one.
+    public func endIfPeerClosed() -> Bool {
+        guard isOpen, started, !eofReceived, stream.peerHasClosed else { return !isOpen }
+        endOfInput()
+        return !isOpen
+    }
+
     /// Queues one message: compact JSON and a newline.
     public func send(_ message: JSONValue) {
         guard isOpen else { return }

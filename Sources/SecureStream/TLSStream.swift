@@ -314,4 +314,8 @@ public final class TLSStream: ByteStream {
     public var isTCP: Bool { transport.isTCP }
 
     public var peerUID: UInt32? { transport.peerUID }
+
+    /// The socket's end of input with nothing unread: whatever the TLS session holds,
+    /// no more records can come.
+    public var peerHasClosed: Bool { transport.peerHasClosed }
 }

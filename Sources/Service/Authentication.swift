@@ -177,7 +177,7 @@ extension Server {
             for entry in principalTable.tokens where TokenDigest.equal(entry.digest, digest) { match = entry.principal }
             if let p = match {
                 do {
-                    try p.checkRoomForConnection()
+                    try makeRoomForConnection(p)
                 } catch {
                     call.fail(error)
                     continue

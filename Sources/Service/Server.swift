@@ -171,6 +171,7 @@ public final class Server {
         nextConnectionID += 1
         let conn = RPCConnection(id: id, stream: stream, dispatcher: dispatcher, limits: config.connection, logger: logger,
                                  coalescer: coalescer)
+        if connections.count >= config.maxConnections { reapClosedConnections { _ in true } }
         if connections.count >= config.maxConnections {
             refuse(conn, .app(.limitExceeded, "Too many connections (limit \(config.maxConnections)); try again later",
                               ["limit": "maxConnections", "max": .int(Int64(config.maxConnections))]))
@@ -178,7 +179,7 @@ public final class Server {
         }
         if let p = identify(stream) {
             do {
-                try p.checkRoomForConnection()
+                try makeRoomForConnection(p)
             } catch {
                 refuse(conn, error)
                 return
@@ -197,6 +198,28 @@ public final class Server {
             logger.warning("cannot read from \(conn.peerDescription): \(error)")
             conn.close(reason: nil)
         }
+    }
+
+    /// Checks that principal `p` may have one more connection, first ending those of
+    /// its connections whose clients have already gone: a connection is counted from
+    /// accept until its end of input is read, and the loop accepts a whole backlog
+    /// before it reads, so after a burst of connect-and-close the count holds clients
+    /// that no longer exist (`RPCConnection.endIfPeerClosed`).
+    func makeRoomForConnection(_ p: Principal) throws(RPCError) {
+        if p.connections >= p.limits.connections {
+            reapClosedConnections { ($0.context as? ClientSession)?.principal === p }
+        }
+        try p.checkRoomForConnection()
+    }
+
+    /// Ends the connections chosen by `which` whose peer has closed with nothing left
+    /// unread (one non-blocking peek each).
+    private func reapClosedConnections(_ which: (RPCConnection) -> Bool) {
+        var reaped = 0
+        for c in Array(connections.values) where which(c) {
+            if c.endIfPeerClosed() { reaped += 1 }
+        }
+        if reaped > 0 { logger.debug("reaped \(reaped) connections whose clients had gone") }
     }
 
     /// Answers a connection that cannot be served with `error` and closes it.
