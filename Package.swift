@@ -1,8 +1,9 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layers (DESIGN.md §2): C libraries → CShims → EventLoop / JSON → SecureStream (TLS on an
-// EventLoop stream) → JSONRPC → HTTPEngine → Service → xhrpcd. Each target imports only the
+// Layers (docs/ARCHITECTURE.md): C libraries → CShims → EventLoop / JSON → SecureStream (TLS on
+// an EventLoop stream) → JSONRPC → HTTPEngine → Service → xhrpcd; and the client side,
+// EventLoop / SecureStream / JSON → XHRPCClient → xhrpc. Each target imports only the
 // layers beneath it.
 
 /// The `Fuzz` trait (`make fuzz`: `swift build --traits Fuzz --sanitize address ...`)
@@ -17,6 +18,9 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "xhrpcd", targets: ["xhrpcd"]),
+        // The command-line client, and the Swift client library it is built on.
+        .executable(name: "xhrpc", targets: ["xhrpc"]),
+        .library(name: "XHRPCClient", targets: ["XHRPCClient"]),
         .executable(name: "xhrpc-bench", targets: ["xhrpc-bench"]),
         // The libFuzzer target (`make fuzz`); the normal build makes it a replayer.
         .executable(name: "xhrpc-fuzz", targets: ["xhrpc-fuzz"]),
@@ -53,6 +57,12 @@ let package = Package(
         .executableTarget(name: "xhrpcd", dependencies: [
             "Service", "CShims", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The client: a connection on a loop thread of its own (the same Stream and
+        // TLSStream the server runs on), async/await on top.
+        .target(name: "XHRPCClient", dependencies: ["EventLoop", "SecureStream", "JSON"]),
+        .executableTarget(name: "xhrpc", dependencies: [
+            "XHRPCClient", "JSON", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "xhrpc-bench", dependencies: [
             "EventLoop", "JSON", "HTTPEngine", "CCurl", "CShims",

@@ -88,6 +88,18 @@ public final class TLSContext {
         SSL_CTX_set_verify(raw, SSL_VERIFY_PEER, nil)
     }
 
+    /// A client context that trusts the system's CAs (OpenSSL's default locations) and
+    /// verifies the server's certificate against them.
+    public static func trustingSystemCAs() throws(TLSError) -> TLSContext {
+        let context = try TLSContext(role: .client)
+        ERR_clear_error()
+        guard SSL_CTX_set_default_verify_paths(context.raw) == 1 else {
+            throw TLSError("cannot load the system's CA certificates: \(Self.openSSLErrors())")
+        }
+        SSL_CTX_set_verify(context.raw, SSL_VERIFY_PEER, nil)
+        return context
+    }
+
     private init(role: Role) throws(TLSError) {
         ERR_clear_error()
         guard let ctx = SSL_CTX_new(role == .server ? TLS_server_method() : TLS_client_method()) else {
