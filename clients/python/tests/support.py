@@ -257,17 +257,19 @@ class XhrpcServer:
 
 
 class Upstream:
-    """The fixture upstream (``Tests/Fixtures/upstream.py``) on 127.0.0.1."""
+    """The fixture upstream (``Tests/Fixtures/upstream.py``) on 127.0.0.1; ``args`` are
+    more of its flags (``--tls-cert …`` for HTTPS)."""
 
-    def __init__(self, host="127.0.0.1"):
+    def __init__(self, host="127.0.0.1", args=()):
         self.host = host
+        self.args = list(args)
         self.proc = None
         self.port = None
 
     def start(self):
         self.stderr_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, str(FIXTURES / "upstream.py"), "--host", self.host, "--port", "0"],
+            [sys.executable, str(FIXTURES / "upstream.py"), "--host", self.host, "--port", "0"] + self.args,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file)
         deadline = time.monotonic() + START_DEADLINE
         line = b""

@@ -13,12 +13,12 @@ import select
 import shutil
 import socket
 import ssl
+import struct
 import tempfile
 import time
 import unittest
-import warnings
 
-from support import SERVER_INFO, ServerTestCase, XhrpcServer, free_tcp_port, line, req, result
+from support import SERVER_INFO, ServerTestCase, Upstream, XhrpcServer, free_tcp_port, line, req, result
 from test_daemon import run_briefly
 from test_request_object import MIB, ObjectTestCase, note, poll_until, proc_kib
 from xhrpc import Client, ConnectionClosed, RPCError
@@ -50,6 +50,78 @@ def read_until_closed(sock, timeout):
         if not chunk:
             return data
         data += chunk
+
+
+# A ClientHello built by hand (RFC 5246 §7.4.1.2, RFC 8422 for the EC extensions), so
+# that a test can offer a version its own OpenSSL refuses to offer.
+TLS_1_1 = 0x0302
+TLS_1_2 = 0x0303
+# ECDHE-ECDSA and ECDHE-RSA with AES-CBC-SHA, and RSA with AES-CBC-SHA: what a TLS 1.1
+# client offers (the server's certificate is ECDSA P-256).
+TLS_1_1_SUITES = (0xC009, 0xC00A, 0xC013, 0xC014, 0x002F, 0x0035)
+# ECDHE with AES-GCM and ChaCha20-Poly1305, the suites the listener allows for TLS 1.2.
+TLS_1_2_SUITES = (0xC02B, 0xC02C, 0xC02F, 0xC030, 0xCCA9, 0xCCA8)
+
+
+def client_hello(version, suites, server_name="localhost"):
+    """One TLS record holding a ClientHello for ``version`` offering ``suites``: SNI,
+    supported_groups (x25519, P-256, P-384), ec_point_formats (uncompressed) and
+    signature_algorithms (ECDSA, RSA-PSS, RSA PKCS#1 with SHA-256/384, and SHA-1)."""
+    def ext(kind, data):
+        return struct.pack("!HH", kind, len(data)) + data
+
+    name = server_name.encode()
+    groups = struct.pack("!3H", 0x001D, 0x0017, 0x0018)
+    sigalgs = struct.pack("!8H", 0x0403, 0x0503, 0x0804, 0x0805, 0x0401, 0x0501, 0x0203, 0x0201)
+    extensions = (ext(0x0000, struct.pack("!HBH", len(name) + 3, 0, len(name)) + name)
+                  + ext(0x000A, struct.pack("!H", len(groups)) + groups)
+                  + ext(0x000B, b"\x01\x00")
+                  + ext(0x000D, struct.pack("!H", len(sigalgs)) + sigalgs))
+    cipher_suites = struct.pack("!%dH" % len(suites), *suites)
+    body = (struct.pack("!H", version) + os.urandom(32) + b"\x00"
+            + struct.pack("!H", len(cipher_suites)) + cipher_suites + b"\x01\x00"
+            + struct.pack("!H", len(extensions)) + extensions)
+    handshake = b"\x01" + len(body).to_bytes(3, "big") + body
+    # The record layer says TLS 1.0, as clients do for the first flight.
+    return struct.pack("!BHH", 22, 0x0301, len(handshake)) + handshake
+
+
+def first_tls_answer(sock, timeout):
+    """What the server answers a ClientHello with: ``("alert", level, description)``,
+    ``("server_hello", version)``, ``("closed",)`` when it closes first, or
+    ``("other", content type, first bytes)``."""
+    deadline = time.monotonic() + timeout
+    data = b""
+
+    def need(n):
+        nonlocal data
+        while len(data) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no TLS answer within %s s (got %r)" % (timeout, data[:64]))
+            ready, _, _ = select.select([sock], [], [], left)
+            if not ready:
+                continue
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                return False
+            data += chunk
+        return True
+
+    if not need(5):
+        return ("closed",)
+    kind, _, length = struct.unpack("!BHH", data[:5])
+    if not need(5 + length):
+        return ("closed",)
+    fragment = data[5:5 + length]
+    if kind == 21 and length == 2:
+        return ("alert", fragment[0], fragment[1])
+    if kind == 22 and length >= 6 and fragment[0] == 2:
+        return ("server_hello", struct.unpack("!H", fragment[4:6])[0])
+    return ("other", kind, fragment[:16])
 
 
 class Startup(unittest.TestCase):
@@ -160,17 +232,39 @@ class Handshakes(TLSServer, ServerTestCase):
         self.assertMessage(info(1), c.request(INFO, None, id=1))
 
     def test_tls_1_1_client_is_refused(self):
-        ctx = ssl.create_default_context(cafile=self.server.certs["ca"])
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # offering it is the point
-                ctx.minimum_version = ssl.TLSVersion.TLSv1
-                ctx.maximum_version = ssl.TLSVersion.TLSv1_1
-        except (ValueError, ssl.SSLError):
-            self.skipTest("this Python's OpenSSL cannot offer TLS 1.1 at all")
-        with self.assertRaises(ssl.SSLError):
-            self.server.connect_tls(context=ctx).close()
+        # Python's OpenSSL 3 will not offer TLS 1.1 at its default security level, so
+        # the hello is built by hand and goes out whole: the server must answer it with
+        # the protocol_version alert. A server without its TLS 1.2 floor would still
+        # refuse (its cipher list has no suite TLS 1.1 can use) but with
+        # handshake_failure (40): the description tells the floor from the cipher list.
+        s = self.raw_tcp()
+        s.sendall(client_hello(TLS_1_1, TLS_1_1_SUITES))
+        self.assertEqual(first_tls_answer(s, 10), ("alert", 2, 70),
+                         "a TLS 1.1 ClientHello is answered with a fatal protocol_version alert")
         self.assertStillServing()
+
+    def test_the_hand_built_hello_is_valid_as_tls_1_2(self):
+        # The probe of the test above, with only the version and the suites changed,
+        # gets a ServerHello for TLS 1.2: the hello itself is well formed, so the
+        # refusal above is for the version alone.
+        s = self.raw_tcp()
+        s.sendall(client_hello(TLS_1_2, TLS_1_2_SUITES))
+        self.assertEqual(first_tls_answer(s, 10), ("server_hello", TLS_1_2))
+        self.assertStillServing()
+
+    def test_the_hand_built_tls_1_1_hello_is_accepted_where_tls_1_1_is(self):
+        # The same TLS 1.1 hello, sent to the fixture upstream made to speak TLS 1.1
+        # only (at OpenSSL security level 0), gets a ServerHello for TLS 1.1: it is a
+        # hello a TLS 1.1 server takes, so the test above would fail against a listener
+        # that accepted TLS 1.1.
+        certs_ = self.server.certs
+        up = Upstream(args=("--tls-cert", certs_["good_cert"], "--tls-key", certs_["good_key"],
+                            "--tls-min", "1.1", "--tls-max", "1.1")).start()
+        self.addCleanup(up.stop)
+        s = socket.create_connection(("127.0.0.1", up.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall(client_hello(TLS_1_1, TLS_1_1_SUITES))
+        self.assertEqual(first_tls_answer(s, 10), ("server_hello", TLS_1_1))
 
     def test_wrong_ca_fails_and_the_server_keeps_serving(self):
         with self.assertRaises(ssl.SSLCertVerificationError):
