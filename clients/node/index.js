@@ -4,5 +4,6 @@
 
 const { Client, RPCError, ConnectionClosed, TimeoutError } = require('./lib/client');
 const { LineDecoder, encode } = require('./lib/framing');
+const { defaultSocketPath } = require('./lib/socket-path');
 
-module.exports = { Client, RPCError, ConnectionClosed, TimeoutError, LineDecoder, encode };
+module.exports = { Client, RPCError, ConnectionClosed, TimeoutError, LineDecoder, encode, defaultSocketPath };

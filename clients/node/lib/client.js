@@ -19,6 +19,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const tls = require('node:tls');
 const { LineDecoder, encode } = require('./framing');
+const { defaultSocketPath } = require('./socket-path');
 
 const DEFAULT_TIMEOUT = 10; // seconds, for connecting and for one call
 const AUTH_EXTRA = 5; // seconds more for auth: a wrong token is answered after 1 s
@@ -132,12 +133,15 @@ class Client extends EventEmitter {
   // ---- construction ----------------------------------------------------
 
   /**
-   * Connects to a Unix socket. Options: `token` (auth is called before the promise
-   * resolves; a refusal rejects with its RPCError and closes the socket), `timeout`
-   * (seconds for the connect and for auth, default 10), `inboxLimit`.
+   * Connects to a Unix socket: `path`, or when it is undefined or null the server's default
+   * (`defaultSocketPath()`: `$XDG_RUNTIME_DIR/xhrpc.sock`, else `/tmp/xhrpc-<uid>.sock`).
+   * Options: `token` (auth is called before the promise resolves; a refusal rejects with
+   * its RPCError and closes the socket), `timeout` (seconds for the connect and for auth,
+   * default 10), `inboxLimit`.
    */
   static connectUnix(path, options = {}) {
-    return Client._connect(() => net.connect({ path }), 'connect', options);
+    const where = path === undefined || path === null ? defaultSocketPath() : path;
+    return Client._connect(() => net.connect({ path: where }), 'connect', options);
   }
 
   /** Connects over TCP (TCP_NODELAY); options as `connectUnix`. */
