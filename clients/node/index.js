@@ -1,9 +1,15 @@
 'use strict';
 
-/** The xhrpc client for Node.js (CommonJS, standard library only): see README.md. */
+/**
+ * The xhrpc client for Node.js (CommonJS, standard library only): see README.md for the
+ * API, index.d.ts for its TypeScript declarations.
+ */
 
 const { Client, RPCError, ConnectionClosed, TimeoutError } = require('./lib/client');
+const { DownloadError } = require('./lib/download');
 const { LineDecoder, encode } = require('./lib/framing');
 const { defaultSocketPath } = require('./lib/socket-path');
 
-module.exports = { Client, RPCError, ConnectionClosed, TimeoutError, LineDecoder, encode, defaultSocketPath };
+module.exports = {
+  Client, RPCError, ConnectionClosed, TimeoutError, DownloadError, LineDecoder, encode, defaultSocketPath,
+};

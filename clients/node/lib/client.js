@@ -20,12 +20,16 @@ const net = require('node:net');
 const tls = require('node:tls');
 const { LineDecoder, encode } = require('./framing');
 const { defaultSocketPath } = require('./socket-path');
+const { download } = require('./download');
 
 const DEFAULT_TIMEOUT = 10; // seconds, for connecting and for one call
 const AUTH_EXTRA = 5; // seconds more for auth: a wrong token is answered after 1 s
 const DEFAULT_INBOX_LIMIT = 10000; // unclaimed messages kept; the oldest go first
 const BODY_POLL_MS = 20; // readBody's longest pause between reads when nothing new came
 const CLOSE_FLUSH_MS = 1000; // close() waits this long at most for written bytes to go out
+const STATE_POLL_MS = 250; // _waitForState's longest pause between looks when no notification came
+const DEFAULT_FETCH_TIMEOUT = 30; // seconds for a fetch's transfer
+const FETCH_ANSWER_EXTRA = 5; // seconds more for fetch's answer to come after the transfer's limit
 
 /**
  * An error response: `code`, `message` and `data` of the JSON-RPC error object, `reason`
@@ -354,26 +358,109 @@ class Client extends EventEmitter {
    * 30), `maxBytes` (per getReceiveBuffer call).
    */
   async readBody(request, { timeout = 30, maxBytes } = {}) {
-    const deadline = Date.now() + timeout * 1000;
+    const parts = [];
+    let total = 0;
+    await this._readChunks(request, { deadline: Date.now() + timeout * 1000, seconds: timeout, maxBytes }, (data) => {
+      parts.push(data);
+      total += data.length;
+    });
+    return Buffer.concat(parts, total);
+  }
+
+  /**
+   * The `fetch` method: one whole exchange in one call, answered when the response is
+   * complete (its body must fit in the server's --max-buffer-bytes; `download` streams
+   * instead). Options: `method` (default GET), `headers` ({name: value}), `body` (a string
+   * is sent as text, a Buffer or Uint8Array as its bytes), `responseType` (`text`, the
+   * default: UTF-8 text, or base64 when the body is not UTF-8; `base64`; `json`: parsed when
+   * it is JSON), `timeout` (seconds for the whole transfer, default 30: the server stops the
+   * transfer then, and the call waits that long plus FETCH_ANSWER_EXTRA for the answer).
+   * Resolves to the server's answer `{status, statusText, headers, body, encoding}`; a
+   * request that got no response is status 0 with a status text saying why, not a
+   * rejection.
+   */
+  fetch(url, { method, headers, body, responseType, timeout = DEFAULT_FETCH_TIMEOUT } = {}) {
+    if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
+      return Promise.reject(new TypeError(`fetch's timeout is a positive number of seconds, not ${timeout}`));
+    }
+    const params = { url };
+    if (method !== undefined) params.method = method;
+    if (headers !== undefined) params.headers = headers;
+    if (typeof body === 'string') {
+      params.body = body;
+    } else if (body instanceof Uint8Array) {
+      params.bodyBase64 = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64');
+    } else if (body !== undefined && body !== null) {
+      return Promise.reject(new TypeError('a fetch body is a string, a Buffer or a Uint8Array'));
+    }
+    if (responseType !== undefined) params.responseType = responseType;
+    params.timeout = timeout;
+    return this.call('fetch', params, { timeout: timeout + FETCH_ANSWER_EXTRA });
+  }
+
+  /**
+   * Downloads `url` (GET) into the file `path` through the object API, so a body of any
+   * size streams through: see lib/download.js. Options: `onProgress(received, total)`,
+   * `headers`, `timeout`. Resolves to `{path, bytes, total, status, statusText}`; rejects
+   * with DownloadError for a status outside 2xx or a transfer that failed.
+   */
+  download(url, path, options) {
+    return download(this, url, path, options);
+  }
+
+  /**
+   * Reads `request`'s body to its end, giving each non-empty piece to `onChunk` and waiting
+   * for what it returns before the next read (so a slow consumer slows the reading, and
+   * past --max-buffer-bytes the transfer). `deadline`: Date.now() value by which the end
+   * must be read (Infinity: none; each call still has its own timeout); `seconds`: the
+   * limit it came from, for the message. Resolves to the number of bytes read.
+   */
+  async _readChunks(request, { deadline, seconds: limit, maxBytes }, onChunk) {
     const params = { request, encoding: 'base64' };
     if (maxBytes !== undefined) params.maxBytes = maxBytes;
-    const parts = [];
     let total = 0;
     for (;;) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new TimeoutError(`end of the body of ${request} (${total} bytes read)`, timeout);
-      const chunk = await this.call('getReceiveBuffer', params, { timeout: left / 1000 });
+      if (left <= 0) throw new TimeoutError(`end of the body of ${request} (${total} bytes read)`, limit);
+      const chunk = await this.call('getReceiveBuffer', params, { timeout: Number.isFinite(left) ? left / 1000 : undefined });
       const data = Buffer.from(chunk.data, 'base64');
       if (data.length !== chunk.bytes || (maxBytes !== undefined && data.length > maxBytes)) {
         throw new Error(`getReceiveBuffer said ${chunk.bytes} bytes (maxBytes ${maxBytes}) but its data holds ${data.length}`);
       }
       if (data.length > 0) {
-        parts.push(data);
         total += data.length;
+        await onChunk(data);
       }
-      if (chunk.done) return Buffer.concat(parts, total);
+      if (chunk.done) return total;
       if (data.length === 0) await this._activity(request, Math.min(BODY_POLL_MS, left));
     }
+  }
+
+  /**
+   * Resolves to getState's answer once `request` is in `state` or a later one. Between
+   * looks it waits for the request's next notification, or STATE_POLL_MS at most (in case
+   * a waiter of the caller's took it). `deadline`, `seconds`: as _readChunks'.
+   */
+  async _waitForState(request, state, { deadline, seconds: limit }) {
+    for (;;) {
+      const now = await this.call('getState', { request });
+      if (now.state >= state) return now;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new TimeoutError(`state ${state} of ${request} (it is in ${now.stateName})`, limit);
+      // A notification that came in the same read as getState's answer was dispatched
+      // before this code resumed: it is in the inbox already, and waiting would miss it.
+      const heard = this._inbox.some((m) => isNotification(m) && m.method === 'onStateChange' &&
+        m.params && m.params.request === request && m.params.state >= state);
+      if (!heard) await this._activity(request, Math.min(STATE_POLL_MS, left));
+    }
+  }
+
+  /**
+   * Removes from the inbox the notifications about `request`: for a request this client
+   * made and released on its own (download), whose handle the caller never saw.
+   */
+  _discardNotificationsAbout(request) {
+    this._inbox = this._inbox.filter((m) => !(isNotification(m) && m.params && m.params.request === request));
   }
 
   /**
