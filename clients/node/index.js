@@ -7,9 +7,9 @@
 
 const { Client, RPCError, ConnectionClosed, TimeoutError } = require('./lib/client');
 const { DownloadError } = require('./lib/download');
-const { LineDecoder, encode } = require('./lib/framing');
+const { LineDecoder, Line, encode } = require('./lib/framing');
 const { defaultSocketPath } = require('./lib/socket-path');
 
 module.exports = {
-  Client, RPCError, ConnectionClosed, TimeoutError, DownloadError, LineDecoder, encode, defaultSocketPath,
+  Client, RPCError, ConnectionClosed, TimeoutError, DownloadError, LineDecoder, Line, encode, defaultSocketPath,
 };

@@ -1,0 +1,505 @@
+// TypeScript declarations of the xhrpc Node client (index.js); README.md says how to use it,
+// api/openrpc.json in the repository is the protocol these types follow.
+//
+// They stand alone: neither @types/node nor the DOM library is needed. Where @types/node is
+// loaded, bytes are typed as its Buffer (what the client returns at run time); without it,
+// as the Uint8Array a Buffer is.
+
+// ---- values ----------------------------------------------------------------
+
+/** Node's Buffer where @types/node is loaded, else Uint8Array (a Buffer is one). */
+export type Bytes = typeof globalThis extends { Buffer: { alloc(size: number): infer B } } ? B : Uint8Array;
+
+/** Any JSON value. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** A JSON-RPC id as this client matches it: by value and type (1, "1" and true are three ids). */
+export type Id = number | string | boolean;
+
+/** The `error` member of an error response. */
+export interface ErrorObject {
+  code: number;
+  message: string;
+  /** For xhrpc's own errors (-32001…-32099, and some -32602) an object with a `reason` word. */
+  data?: any;
+}
+
+export interface SuccessResponse<R = any> {
+  jsonrpc: '2.0';
+  id: Id | null;
+  result: R;
+}
+
+export interface ErrorResponse {
+  jsonrpc: '2.0';
+  id: Id | null;
+  error: ErrorObject;
+}
+
+/** A whole response object, as `request` and `batch` resolve to. */
+export type Response<R = any> = SuccessResponse<R> | ErrorResponse;
+
+/** A message from the server that answers no call: `method` names it (onStateChange, onProgress, onShutdown). */
+export interface Notification<M extends string = string, P = any> {
+  jsonrpc: '2.0';
+  method: M;
+  params: P;
+}
+
+/** `onStateChange`: a request changed state (each transition once, in order). */
+export interface StateChangeParams {
+  request: string;
+  state: number;
+  stateName: StateName;
+  status: number;
+  statusText: string;
+}
+
+/** `onProgress`, to subscribers that asked for progress; the expected totals are 0 when unknown. */
+export interface ProgressParams {
+  request: string;
+  bytesWritten: number;
+  totalBytesWritten: number;
+  totalBytesExpectedToWrite: number;
+  totalBytesReceived: number;
+  totalBytesExpectedToReceive: number;
+}
+
+/** `onShutdown`: the server is stopping; it goes on serving for up to drainSeconds. */
+export interface ShutdownParams {
+  drainSeconds: number;
+}
+
+export type StateChangeNotification = Notification<'onStateChange', StateChangeParams>;
+export type ProgressNotification = Notification<'onProgress', ProgressParams>;
+export type ShutdownNotification = Notification<'onShutdown', ShutdownParams>;
+
+/** What waits in a client's inbox: notifications, and responses (or a batch's array) no call awaits. */
+export type InboxMessage = Notification | Response | Response[];
+
+/** A line the server sent that was not JSON (or not UTF-8), or an unterminated last line. */
+export interface MalformedLine {
+  error: string;
+  raw: Bytes;
+}
+
+// ---- the protocol's methods --------------------------------------------------
+
+/** A request object's states, by number 0…5. */
+export type StateName = 'UNSENT' | 'OPENED' | 'SENT' | 'HEADERS_RECEIVED' | 'LOADING' | 'DONE';
+
+/** send's answer when the request was opened with `async: false`. */
+export interface StateSummary {
+  state: number;
+  stateName: StateName;
+  status: number;
+  statusText: string;
+}
+
+/** Parameters of a method that takes none. */
+export type NoParams = Record<string, never>;
+
+export interface OnRequest {
+  /** The request's handle, as `create` returned it. */
+  request: string;
+}
+
+export interface OpenParams extends OnRequest {
+  method: string;
+  url: string;
+  async?: boolean;
+  user?: string;
+  password?: string;
+  auth?: 'BASIC' | 'DIGEST' | 'NEGOTIATE' | 'NTLM';
+  subscribe?: boolean;
+}
+
+export interface FetchParams {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  bodyBase64?: string;
+  timeout?: number;
+  responseType?: 'text' | 'base64' | 'json';
+}
+
+/** fetch's answer: `body` is text (utf8), base64, or with responseType json the parsed value. */
+export type FetchResult = {
+  status: number;
+  statusText: string;
+  headers: Record<string, string>;
+} & ({ encoding: 'utf8' | 'base64'; body: string } | { encoding: 'json'; body: any });
+
+export interface ServerInfo {
+  name: string;
+  version: string;
+  uptimeSeconds: number;
+  connections: number;
+}
+
+export interface ServerStats {
+  principal: string;
+  connections: number;
+  connectionsAccepted?: number;
+  requests: Record<string, number>;
+  transfersInFlight: number;
+  bufferedBytes: number;
+  bytesIn: number;
+  bytesOut: number;
+  httpBytesReceived?: number;
+  httpBytesSent?: number;
+  errors: Record<string, number>;
+  /** Admin only. */
+  total?: Record<string, any>;
+  /** Admin only: by principal name. */
+  principals?: Record<string, Record<string, any>>;
+}
+
+export interface ReceivedChunk {
+  data: string;
+  encoding: string;
+  /** How many body bytes `data` holds. */
+  bytes: number;
+  /** True once the request is DONE and nothing is left to read. */
+  done: boolean;
+}
+
+export interface ListedRequest {
+  request: string;
+  state: number;
+  stateName: StateName;
+  method: string;
+  url: string;
+  status: number;
+}
+
+/** Every method of api/openrpc.json: its parameters and its result. */
+export interface Methods {
+  'rpc.discover': { params: NoParams; result: { [key: string]: any } };
+  auth: { params: { token: string }; result: AuthResult };
+  'server.info': { params: NoParams; result: ServerInfo };
+  'server.stats': { params: NoParams; result: ServerStats };
+  create: { params: { request?: string }; result: { request: string } };
+  open: { params: OpenParams; result: true };
+  setRequestHeader: { params: OnRequest & { header: string; value: string }; result: true };
+  setPostValue: { params: OnRequest & { key: string; value: string }; result: true };
+  clearPostValues: { params: OnRequest; result: true };
+  disableFollowLocation: { params: OnRequest; result: true };
+  setPipelining: { params: OnRequest & { enabled: boolean }; result: true };
+  disablePeerVerification: { params: OnRequest; result: true };
+  disableHostVerification: { params: OnRequest; result: true };
+  setClientCertificate: { params: OnRequest & { cert: string; key: string; password?: string }; result: true };
+  setPinnedPublicKey: { params: OnRequest & { sha256: string }; result: true };
+  enableHttpProxy: {
+    params: OnRequest & { host: string; port: number; user?: string; password?: string; auth?: 'BASIC' | 'DIGEST' | 'NTLM' };
+    result: true;
+  };
+  disableHttpProxy: { params: OnRequest; result: true };
+  enableSecureCommunication: { params: NoParams; result: true };
+  disableSecureCommunication: { params: NoParams; result: true };
+  isSecureCommunicationEnabled: { params: NoParams; result: boolean };
+  send: { params: OnRequest & { body?: string; bodyBase64?: string; timeout?: number }; result: true | StateSummary };
+  sendData: { params: OnRequest & { data: string; timeout?: number }; result: true | StateSummary };
+  sendWithFile: { params: OnRequest & { path: string; timeout?: number }; result: true | StateSummary };
+  getState: { params: OnRequest; result: { state: number; stateName: StateName } };
+  getStatus: { params: OnRequest; result: number };
+  getStatusText: { params: OnRequest; result: string };
+  getResponseHeader: { params: OnRequest & { header: string }; result: string };
+  getAllResponseHeaders: { params: OnRequest; result: string };
+  getReceiveBuffer: { params: OnRequest & { encoding?: 'base64' | 'utf8'; maxBytes?: number }; result: ReceivedChunk };
+  abort: { params: OnRequest; result: boolean };
+  close: { params: OnRequest; result: boolean };
+  release: { params: OnRequest; result: true };
+  detach: { params: NoParams; result: { token: string; requests: string[]; expiresInSeconds: number } };
+  attach: { params: { token: string }; result: { requests: string[] } };
+  list: { params: NoParams; result: ListedRequest[] };
+  disableCookieHandling: { params: OnRequest; result: true };
+  clearCookies: { params: OnRequest & { includePersistentStore?: boolean }; result: true };
+  fetch: { params: FetchParams; result: FetchResult };
+  subscribe: {
+    params: { request?: string; all?: boolean; events?: Array<'stateChange' | 'progress'> };
+    result: { subscription: string };
+  };
+  unsubscribe: { params: { subscription: string }; result: true };
+}
+
+export type MethodName = keyof Methods;
+export type ParamsOf<M extends MethodName> = Methods[M]['params'];
+export type ResultOf<M extends MethodName> = Methods[M]['result'];
+
+/** `[params, options]` of a call: params may be left out when the method needs none. */
+export type CallArgs<M extends MethodName, O> = {} extends ParamsOf<M>
+  ? [params?: ParamsOf<M>, options?: O]
+  : [params: ParamsOf<M>, options?: O];
+
+/**
+ * A method name that is not one of Methods' (for calls the protocol does not know, such as
+ * tests of method_not_found); a known name must take the typed overload.
+ */
+export type OtherMethod<S extends string> = S & (S extends MethodName ? never : unknown);
+
+// ---- the client ----------------------------------------------------------------
+
+/** What a Client needs of its socket; a net.Socket or tls.TLSSocket has it. */
+export interface ClientSocket {
+  write(data: Uint8Array, callback: (err?: Error | null) => void): unknown;
+  end(callback?: () => void): unknown;
+  destroy(): unknown;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  readonly destroyed: boolean;
+  readonly writable: boolean;
+}
+
+export interface ClientOptions {
+  /** Unclaimed messages kept in the inbox (default 10000); the oldest go first. */
+  inboxLimit?: number;
+}
+
+export interface ConnectOptions extends ClientOptions {
+  /** Calls auth before the promise resolves; a refusal rejects with its RPCError. */
+  token?: string | null;
+  /** Seconds for the connect (and the TLS handshake) and for auth; default 10. */
+  timeout?: number;
+}
+
+/** A CA certificate in PEM, as text or bytes. */
+export type PEM = string | Uint8Array;
+
+export interface TlsConnectOptions extends ConnectOptions {
+  /** The CA(s) to verify the server's certificate against; else Node's CAs. Not with caFile. */
+  ca?: PEM | PEM[];
+  /** A PEM file of CA(s), read when connecting. Not with ca. */
+  caFile?: string;
+  /** The name the certificate must hold; default the host. */
+  servername?: string;
+}
+
+export interface AuthResult {
+  principal: string;
+  admin: boolean;
+}
+
+export interface CallOptions {
+  /** Seconds to wait for the answer; default 10. */
+  timeout?: number;
+}
+
+export interface RequestOptions extends CallOptions {
+  /** The id to send; default the next integer. */
+  id?: Id;
+}
+
+/** `[method, params]`, or `[method, params, true]` for a notification (no response). */
+export type BatchCall = [method: string, params?: unknown, isNotification?: boolean];
+
+export interface WaitOptions {
+  /** Seconds to wait; default 10. */
+  timeout?: number;
+}
+
+export interface ReadBodyOptions {
+  /** Seconds for the whole body; default 30. */
+  timeout?: number;
+  /** At most this many bytes per getReceiveBuffer call. */
+  maxBytes?: number;
+}
+
+export interface FetchOptions {
+  /** Default GET. */
+  method?: string;
+  headers?: Record<string, string>;
+  /** A string is sent as text (UTF-8), bytes as they are. */
+  body?: string | Uint8Array | null;
+  /** text (default): UTF-8 text, or base64 when the body is not UTF-8; base64; json: parsed when it is JSON. */
+  responseType?: 'text' | 'base64' | 'json';
+  /** Seconds for the whole transfer (a positive number, default 30); the answer may take 5 more. */
+  timeout?: number;
+}
+
+export interface DownloadOptions {
+  /**
+   * Called with (0, total) once the response headers have come, then after each piece
+   * written; total is the announced length, or -1 when the response does not say it. A
+   * throw stops the download, which rejects with it.
+   */
+  onProgress?: (received: number, total: number) => void;
+  /** Request headers, set with setRequestHeader. */
+  headers?: Record<string, string>;
+  /** Seconds for the whole download (the server stops the transfer then); default 0: none. */
+  timeout?: number;
+}
+
+export interface DownloadResult {
+  /** The file written (the path given). */
+  path: string;
+  bytes: number;
+  /** The announced length, or -1. */
+  total: number;
+  status: number;
+  statusText: string;
+}
+
+/** The events of a Client and what their listeners receive. */
+export interface ClientEvents {
+  notification: (message: Notification) => void;
+  unmatched: (message: Response | Response[]) => void;
+  malformed: (entry: MalformedLine) => void;
+  close: (error: Error | null) => void;
+}
+
+/**
+ * A connection to xhrpcd. At run time it is a Node EventEmitter; the methods declared here
+ * are those for its events (ClientEvents).
+ */
+export class Client {
+  /** Wraps a socket that is already connected. */
+  constructor(socket: ClientSocket, options?: ClientOptions);
+
+  /**
+   * Connects to a Unix socket: `path`, or when it is left out (undefined or null) the
+   * server's default, defaultSocketPath().
+   */
+  static connectUnix(path?: string | null, options?: ConnectOptions): Promise<Client>;
+  /** Connects over TCP (TCP_NODELAY). */
+  static connectTcp(host: string, port: number, options?: ConnectOptions): Promise<Client>;
+  /** Connects to a tls: listener, verifying its certificate and name. */
+  static connectTls(host: string, port: number, options?: TlsConnectOptions): Promise<Client>;
+
+  readonly socket: ClientSocket;
+  /** auth's answer when a token was given to connect; else undefined. */
+  authResult: AuthResult | undefined;
+  /** The last 100 lines that were not JSON. */
+  readonly malformed: MalformedLine[];
+  /** Unclaimed messages pushed out of the full inbox. */
+  droppedMessages: number;
+  /** Resolves once the connection is closed, by either side: error is the socket's, or null. */
+  readonly closed: Promise<{ error: Error | null }>;
+  readonly isClosed: boolean;
+
+  /** Calls a method; resolves to its result or rejects with RPCError. */
+  call<M extends MethodName>(method: M, ...args: CallArgs<M, CallOptions>): Promise<ResultOf<M>>;
+  call<S extends string>(method: OtherMethod<S>, params?: unknown, options?: CallOptions): Promise<any>;
+
+  /** Sends a call; resolves to the whole response object (result or error). */
+  request<M extends MethodName>(method: M, ...args: CallArgs<M, RequestOptions>): Promise<Response<ResultOf<M>>>;
+  request<S extends string>(method: OtherMethod<S>, params?: unknown, options?: RequestOptions): Promise<Response>;
+
+  /** Waits for the response with this id to a message sent earlier (for example with sendRaw). */
+  waitResponse(id: Id, options?: WaitOptions): Promise<Response>;
+  /** Sends a notification; resolves once written. */
+  notify(method: string, params?: unknown): Promise<void>;
+  /** Sends one batch; resolves to its responses in the order of the calls. */
+  batch(calls: BatchCall[], options?: WaitOptions): Promise<Response[]>;
+  /** Sends one JSON value as one line; resolves once written. */
+  send(message: unknown): Promise<void>;
+  /** Sends these bytes exactly; resolves once written. */
+  sendRaw(data: string | Uint8Array): Promise<void>;
+
+  /** Takes from the inbox the first message the predicate accepts, waiting for one. */
+  waitMessage<T extends InboxMessage>(predicate: (message: InboxMessage) => message is T, options?: WaitOptions): Promise<T>;
+  waitMessage(predicate?: (message: InboxMessage) => boolean, options?: WaitOptions): Promise<InboxMessage>;
+  /** As waitMessage, for notifications only (any one without a predicate). */
+  waitNotification<T extends Notification>(predicate: (message: Notification) => message is T, options?: WaitOptions): Promise<T>;
+  waitNotification(predicate?: ((message: Notification) => boolean) | null, options?: WaitOptions): Promise<Notification>;
+  /** The inbox, oldest first (not removed). */
+  pending(): InboxMessage[];
+
+  /** Reads a request's whole body, byte-exact. */
+  readBody(request: string, options?: ReadBodyOptions): Promise<Bytes>;
+  /** The fetch method: a whole exchange in one call; no response is status 0, not a rejection. */
+  fetch(url: string, options?: FetchOptions): Promise<FetchResult>;
+  /**
+   * Downloads url (GET) into the file path, through path + '.part' renamed when complete;
+   * rejects with DownloadError for a status outside 2xx or a transfer that failed.
+   */
+  download(url: string, path: string, options?: DownloadOptions): Promise<DownloadResult>;
+
+  /** Half-close: nothing more is sent; replies still arrive. */
+  shutdownWrite(): Promise<void>;
+  /** Flushes what was written and closes; resolves as `closed`. */
+  close(): Promise<{ error: Error | null }>;
+
+  on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  once<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  off<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  addListener<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  removeListener<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  prependListener<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  prependOnceListener<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): this;
+  removeAllListeners(event?: keyof ClientEvents): this;
+  listenerCount(event: keyof ClientEvents): number;
+  emit<E extends keyof ClientEvents>(event: E, ...args: Parameters<ClientEvents[E]>): boolean;
+}
+
+// ---- errors ----------------------------------------------------------------------
+
+/** An error response, as a call rejects with it. */
+export class RPCError extends Error {
+  constructor(code: number, message: string, data?: any, response?: ErrorResponse);
+  name: 'RPCError';
+  /** The JSON-RPC code: -32700…-32600 the specification's, -32001…-32099 xhrpc's. */
+  code: number;
+  /** The error's data: for xhrpc's errors an object with `reason` (and `limit`, `state`, … by reason). */
+  data: any;
+  /** data.reason (unknown_handle, invalid_state, limit_exceeded, …), or undefined. */
+  readonly reason: string | undefined;
+  /** The whole response object (undefined only for an RPCError made by hand). */
+  response: ErrorResponse | undefined;
+}
+
+/** The connection closed before what was awaited arrived. */
+export class ConnectionClosed extends Error {
+  constructor(what: string, cause?: Error | null);
+  name: 'ConnectionClosed';
+  code: 'ECONNCLOSED';
+  cause?: Error;
+}
+
+/** Nothing arrived within the time given. */
+export class TimeoutError extends Error {
+  constructor(what: string, seconds: number);
+  name: 'TimeoutError';
+  code: 'ETIMEDOUT';
+}
+
+/** A download that did not end in a complete body (status outside 2xx, status 0, or short). */
+export class DownloadError extends Error {
+  constructor(url: string, status: number, statusText: string, received: number, why: string);
+  name: 'DownloadError';
+  code: 'EDOWNLOAD';
+  url: string;
+  /** The response's status; 0 when none came or the transfer failed. */
+  status: number;
+  statusText: string;
+  /** Bytes written before it failed (their .part file is removed). */
+  received: number;
+}
+
+// ---- framing and defaults ------------------------------------------------------
+
+/** One line from the server: `message` when it parsed, else `error` and `raw`. */
+export class Line {
+  constructor(message: any, error?: string | null, raw?: Bytes | null);
+  message: any;
+  error: string | null;
+  raw: Bytes | null;
+}
+
+/** Cuts a byte stream into lines and parses each as JSON. */
+export class LineDecoder {
+  constructor();
+  /** Feeds one chunk; returns the lines it completed. */
+  push(chunk: Uint8Array): Line[];
+  /** The end of the stream: a malformed Line for an unterminated last line, or null. */
+  end(): Line | null;
+}
+
+/** One message as the server expects it: compact JSON and LF, as bytes. */
+export function encode(message: unknown): Bytes;
+
+/**
+ * The server's default socket: `$XDG_RUNTIME_DIR/xhrpc.sock` when XDG_RUNTIME_DIR is set and
+ * not empty in `env` (default process.env), else `/tmp/xhrpc-<uid>.sock`.
+ */
+export function defaultSocketPath(env?: { [name: string]: string | undefined }): string;

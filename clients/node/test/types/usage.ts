@@ -1,0 +1,262 @@
+// Every export of the xhrpc package used as a TypeScript program would use it. types.test.js
+// checks it with `tsc --strict` (no @types/node, no DOM library: the declarations must
+// stand alone), then compiles and runs it against a real xhrpcd, so that a declared name
+// missing at run time fails too. The lines after `@ts-expect-error` must not compile: they
+// prove the declarations are strict where they should be (tsc fails on an expected error
+// that does not come).
+//
+// Run as: node usage.js '{"socket": ..., "tcpPort": ..., "tlsPort": ..., "ca": "<PEM>",
+// "caFile": ..., "upstream": "http://127.0.0.1:PORT", "dir": ...}'; prints "ok".
+
+import {
+  AuthResult, BatchCall, Bytes, CallOptions, Client, ClientEvents, ClientOptions, ClientSocket, ConnectionClosed,
+  ConnectOptions, DownloadError, DownloadOptions, DownloadResult, ErrorResponse, FetchOptions, FetchResult, Id,
+  InboxMessage, JsonValue, Line, LineDecoder, MalformedLine, MethodName, Methods, Notification, ParamsOf,
+  ProgressNotification, ReadBodyOptions, Response, ResultOf, RPCError, ShutdownNotification, StateChangeNotification,
+  StateName, StateSummary, TimeoutError, TlsConnectOptions, WaitOptions, defaultSocketPath, encode,
+} from 'xhrpc';
+
+// The few globals this program needs, declared here since no @types/node is loaded.
+declare const process: { argv: string[]; exitCode?: number };
+declare const console: { log(...values: unknown[]): void; error(...values: unknown[]): void };
+
+interface Args {
+  socket: string;
+  tcpPort: number;
+  tlsPort: number;
+  ca: string;
+  caFile: string;
+  upstream: string;
+  dir: string;
+}
+
+function check(condition: boolean, what: string): void {
+  if (!condition) throw new Error(`failed: ${what}`);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+const isDone = (m: Notification): m is StateChangeNotification => m.method === 'onStateChange' && m.params.state === 5;
+
+async function requestObject(c: Client, args: Args): Promise<void> {
+  const created: ResultOf<'create'> = await c.call('create');
+  const r: string = created.request;
+  const opened: true = await c.call('open', { request: r, method: 'GET', url: `${args.upstream}/bytes/3000?seed=1` });
+  check(opened, 'open');
+  await c.call('setRequestHeader', { request: r, header: 'X-Typed', value: 'yes' }, { timeout: 5 });
+  const sent: true | StateSummary = await c.call('send', { request: r });
+  check(sent === true, 'send answers true');
+  const options: ReadBodyOptions = { timeout: 30, maxBytes: 1000 };
+  const body: Bytes = await c.readBody(r, options);
+  check(body.length === 3000, 'readBody');
+  const done = await c.waitNotification(isDone, { timeout: 10 });
+  const stateName: StateName = done.params.stateName;
+  check(stateName === 'DONE' && done.params.status === 200 && done.params.statusText === 'OK', 'the DONE notification');
+  const state = await c.call('getState', { request: r });
+  check(state.stateName === 'DONE', 'getState');
+  const response: Response<number> = await c.request('getStatus', { request: r }, { timeout: 5, id: 'typed-id' });
+  check('result' in response && response.result === 200 && response.id === 'typed-id', 'request');
+  const header: string = await c.call('getResponseHeader', { request: r, header: 'Content-Length' });
+  check(header === '3000', 'getResponseHeader');
+  const listed = await c.call('list');
+  check(listed.some((l) => l.request === r && l.status === 200), 'list');
+  await c.call('release', { request: r });
+  const others: InboxMessage[] = c.pending();
+  check(others.length === 4, 'the four earlier notifications wait in the inbox');
+  const any: Notification = await c.waitNotification();
+  check(any.method === 'onStateChange', 'waitNotification with no predicate');
+  const first: InboxMessage = await c.waitMessage((m) => !Array.isArray(m) && 'method' in m, { timeout: 5 });
+  check(!Array.isArray(first), 'waitMessage');
+  await c.waitNotification(null);
+  const last: Notification = await c.waitNotification((m) => m.params.request === r);
+  check(last.params.stateName === 'LOADING', 'a predicate on params');
+}
+
+async function callsAndErrors(c: Client): Promise<void> {
+  const info = await c.call('server.info');
+  check(info.name === 'xhrpcd' && typeof info.uptimeSeconds === 'number', 'server.info');
+  const stats = await c.call('server.stats', {});
+  check(typeof stats.bytesIn === 'number', 'server.stats');
+  const named: Methods['create']['result'] = await c.call('create', { request: 'typed' } as ParamsOf<'create'>);
+  const method: MethodName = 'release';
+  await c.call(method, { request: named.request });
+  try {
+    await c.call('getState', { request: 'no-such-request' });
+    check(false, 'unknown_handle rejects');
+  } catch (err) {
+    check(err instanceof RPCError, 'an RPCError');
+    if (err instanceof RPCError) {
+      const code: number = err.code;
+      const message: string = err.message;
+      const reason: string | undefined = err.reason;
+      const whole: ErrorResponse | undefined = err.response;
+      check(code === -32001 && message.length > 0 && reason === 'unknown_handle' && err.data.reason === reason, 'its fields');
+      check(whole !== undefined && whole.error.code === code && err.name === 'RPCError', 'its response');
+    }
+  }
+  const unknown = await c.request('no.such.method', { any: 'thing' });
+  check('error' in unknown && unknown.error.code === -32601, 'a method the declarations do not know');
+  await c.call('no.such.method').catch((err: RPCError) => check(err.code === -32601, 'call of an unknown method'));
+  const calls: BatchCall[] = [['server.info'], ['getState', { request: 'nope' }], ['server.info', undefined, true]];
+  const answers: Response[] = await c.batch(calls, { timeout: 5 });
+  check(answers.length === 2 && 'result' in answers[0] && 'error' in answers[1], 'batch');
+  await c.notify('server.info');
+  await c.send({ jsonrpc: '2.0', id: 'sent-by-hand', method: 'server.info' });
+  const unmatched = await c.waitMessage((m) => !Array.isArray(m) && 'id' in m && m.id === 'sent-by-hand');
+  check(!Array.isArray(unmatched) && 'result' in unmatched, 'a response no call awaited, from the inbox');
+  await c.sendRaw('{"jsonrpc":"2.0","id":"raw","method":"server.info"}\n');
+  const id: Id = 'raw';
+  const raw = await c.waitResponse(id, { timeout: 5 });
+  check('result' in raw, 'waitResponse');
+  const wait: WaitOptions = { timeout: 0.05 };
+  try {
+    await c.waitNotification(() => false, wait);
+    check(false, 'a wait that gets nothing times out');
+  } catch (err) {
+    check(err instanceof TimeoutError && err.code === 'ETIMEDOUT' && err.name === 'TimeoutError', 'TimeoutError');
+  }
+  const progress: ProgressNotification | ShutdownNotification | undefined = undefined;
+  check(progress === undefined, 'notification types');
+}
+
+async function fetchAndDownload(c: Client, args: Args): Promise<void> {
+  const options: FetchOptions = { method: 'POST', headers: { 'X-A': 'b' }, body: 'text', responseType: 'json', timeout: 10 };
+  const res: FetchResult = await c.fetch(`${args.upstream}/echo`, options);
+  check(res.status === 200 && res.headers !== undefined, 'fetch');
+  if (res.encoding === 'json') check(res.body.method === 'POST', 'fetch json');
+  else check(false, 'fetch json encoding');
+  const bytes = await c.fetch(`${args.upstream}/bytes/10`, { body: new Uint8Array([1, 2]), responseType: 'base64' });
+  check(bytes.encoding === 'base64' && typeof bytes.body === 'string', 'fetch base64');
+  const seen: Array<[number, number]> = [];
+  const download: DownloadOptions = { onProgress: (received, total) => seen.push([received, total]), headers: {}, timeout: 30 };
+  const result: DownloadResult = await c.download(`${args.upstream}/bytes/5000`, `${args.dir}/typed.bin`, download);
+  check(result.bytes === 5000 && result.total === 5000 && result.path.endsWith('typed.bin'), 'download');
+  check(seen[0][0] === 0 && seen[seen.length - 1][0] === 5000, 'onProgress');
+  try {
+    await c.download(`${args.upstream}/status/404`, `${args.dir}/missing.bin`);
+    check(false, 'a 404 download rejects');
+  } catch (err) {
+    check(err instanceof DownloadError, 'DownloadError');
+    if (err instanceof DownloadError) {
+      check(err.status === 404 && err.statusText === 'Not Found' && err.received === 0, 'its fields');
+      check(err.code === 'EDOWNLOAD' && err.url.endsWith('/status/404') && err.name === 'DownloadError', 'its names');
+    }
+  }
+}
+
+async function connections(args: Args): Promise<void> {
+  const unixOptions: ConnectOptions = { timeout: 5, inboxLimit: 100, token: null };
+  const c = await Client.connectUnix(args.socket, unixOptions);
+  const heard: Notification[] = [];
+  const onNotification: ClientEvents['notification'] = (m) => heard.push(m);
+  c.on('notification', onNotification).once('close', (error: Error | null) => check(error === null, 'a clean close'));
+  c.on('malformed', (entry: MalformedLine) => check(entry.error.length > 0, 'malformed'));
+  c.on('unmatched', (m: Response | Response[]) => check(m !== null, 'unmatched'));
+  check(c.listenerCount('notification') === 1, 'listenerCount');
+  await requestObject(c, args);
+  c.off('notification', onNotification);
+  c.removeListener('malformed', () => undefined);
+  check(heard.length === 5 && heard[4].method === 'onStateChange', 'the notification event');
+  await callsAndErrors(c);
+  await fetchAndDownload(c, args);
+  const auth: AuthResult | undefined = c.authResult;
+  check(auth === undefined && c.droppedMessages === 0 && c.malformed.length === 0 && !c.isClosed, 'state');
+  const socket: ClientSocket = c.socket;
+  check(!socket.destroyed, 'the socket');
+  await c.shutdownWrite();
+  const closed = await c.close();
+  check(closed.error === null && c.isClosed && (await c.closed).error === null, 'close');
+  try {
+    await c.call('server.info');
+    check(false, 'a call after close rejects');
+  } catch (err) {
+    check(err instanceof ConnectionClosed && err.code === 'ECONNCLOSED', 'ConnectionClosed');
+  }
+
+  const tcp = await Client.connectTcp('127.0.0.1', args.tcpPort, { timeout: 5 });
+  check((await tcp.call('server.info')).name === 'xhrpcd', 'connectTcp');
+  await tcp.close();
+  const tlsOptions: TlsConnectOptions = { caFile: args.caFile, servername: undefined, timeout: 5 };
+  for (const options of [tlsOptions, { ca: args.ca }, { ca: [args.ca] }] as TlsConnectOptions[]) {
+    const tls = await Client.connectTls('127.0.0.1', args.tlsPort, options);
+    check((await tls.call('server.info')).name === 'xhrpcd', 'connectTls');
+    await tls.close();
+  }
+}
+
+function framing(): void {
+  const decoder = new LineDecoder();
+  const bytes: Bytes = encode({ jsonrpc: '2.0', method: 'x' });
+  const lines: Line[] = decoder.push(bytes.subarray(0, 5));
+  check(lines.length === 0, 'nothing before the LF');
+  const [line] = decoder.push(bytes.subarray(5));
+  check(line.error === null && line.raw === null && line.message.method === 'x', 'a whole line');
+  decoder.push(new Uint8Array([0x7b]));
+  const end: Line | null = decoder.end();
+  check(end !== null && end.error === 'unterminated last line' && end.raw !== null && end.raw.length === 1, 'end');
+  check(new Line({ a: 1 }).message.a === 1 && new Line(undefined, 'bad', null).error === 'bad', 'new Line');
+  const value: JsonValue = { a: [1, 'b', null, true] };
+  check(encode(value).length > 0, 'encode');
+}
+
+function defaults(): void {
+  const path: string = defaultSocketPath();
+  check(path.endsWith('.sock'), 'defaultSocketPath()');
+  check(defaultSocketPath({ XDG_RUNTIME_DIR: '/run/user/7' }) === '/run/user/7/xhrpc.sock', 'defaultSocketPath(env)');
+  const options: ClientOptions = { inboxLimit: 5 };
+  const call: CallOptions = { timeout: 1 };
+  check(options.inboxLimit === 5 && call.timeout === 1, 'option types');
+}
+
+/** Never called: uses that must not compile. */
+export function rejected(c: Client, r: string, socket: ClientSocket): void {
+  // @ts-expect-error open needs method and url
+  c.call('open', { request: r });
+  // @ts-expect-error getStatus needs its params
+  c.call('getStatus');
+  // @ts-expect-error server.info takes no params
+  c.call('server.info', { extra: 1 });
+  // @ts-expect-error a wrong type for a known method's parameter
+  c.call('setPipelining', { request: r, enabled: 'yes' });
+  // @ts-expect-error a known method cannot take the untyped overload
+  c.request('release', 5);
+  // @ts-expect-error getStatus answers a number
+  const status: Promise<string> = c.call('getStatus', { request: r });
+  // @ts-expect-error the listener of notification receives a Notification
+  c.on('notification', (m: number) => m);
+  // @ts-expect-error there is no such event
+  c.on('message', () => undefined);
+  // @ts-expect-error download needs a path
+  c.download('http://127.0.0.1/');
+  // @ts-expect-error a body is text or bytes
+  c.fetch('http://127.0.0.1/', { body: 5 });
+  // @ts-expect-error onProgress receives numbers
+  c.download('http://127.0.0.1/', 'f', { onProgress: (received: string) => received });
+  // @ts-expect-error the environment maps names to strings
+  defaultSocketPath({ XDG_RUNTIME_DIR: 5 });
+  // @ts-expect-error the port is a number
+  Client.connectTcp('127.0.0.1', '7700');
+  // @ts-expect-error reason may be undefined
+  new RPCError(-32001, 'm').reason.length;
+  // @ts-expect-error a socket is needed
+  new Client();
+  // @ts-expect-error without @types/node, bytes are a Uint8Array and have no Buffer methods
+  c.readBody(r).then((b) => b.readUInt8(0));
+  new Client(socket, { inboxLimit: 1 });
+  status.catch(() => undefined);
+}
+
+async function main(): Promise<void> {
+  const args = JSON.parse(process.argv[2]) as Args;
+  defaults();
+  framing();
+  await connections(args);
+  console.log('ok');
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
