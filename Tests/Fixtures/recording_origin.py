@@ -30,9 +30,13 @@ Answers: by default ``200 OK`` with ``Content-Length`` and a JSON body naming th
 request (``{"index", "connection", "method", "target"}``), keep-alive. ``script(path,
 …)`` sets the answer for a path (the target without its query): status, reason, extra
 raw header lines (written as given, so two ``Content-Length`` lines or a bad one go out
-as they are), body, a delay before answering, and whether to close afterwards. The
-origin adds ``Content-Length`` only when the scripted lines name neither
+as they are), body, a delay before answering, an event to wait for before answering
+(``hold``, a ``threading.Event`` the test sets; at most 60 s), and whether to close
+afterwards. The origin adds ``Content-Length`` only when the scripted lines name neither
 Content-Length nor Transfer-Encoding, and writes no body for HEAD, 1xx, 204 and 304.
+``wait_closed(n)`` waits until connection ``n`` has ended, so a test can know that a
+client gave a connection up (a held answer then goes nowhere). Note that ``mark`` and
+``since`` wait for every connection to be idle, which a held one is not until released.
 
 Bounded: lines up to 64 KiB, heads up to 256 KiB, bodies up to 16 MiB, 60 s of silence
 on a connection, every socket closed by ``close()``. Standard library only.
@@ -48,6 +52,7 @@ MAX_LINE = 64 * 1024
 MAX_HEAD = 256 * 1024
 MAX_BODY = 16 * 1024 * 1024
 IDLE_TIMEOUT = 60.0
+HOLD_LIMIT = 60.0
 
 
 class Record:
@@ -93,13 +98,14 @@ class Record:
 class Script:
     """The answer to one path."""
 
-    def __init__(self, status=200, reason="OK", headers=(), body=b"", delay=0.0, close=False):
+    def __init__(self, status=200, reason="OK", headers=(), body=b"", delay=0.0, close=False, hold=None):
         self.status = status
         self.reason = reason
         self.headers = list(headers)   # raw lines without CRLF, e.g. "Location: /x"
         self.body = body.encode() if isinstance(body, str) else bytes(body)
         self.delay = delay             # seconds to wait before answering
         self.close = close             # close the connection after answering
+        self.hold = hold               # a threading.Event: answer once it is set (at most HOLD_LIMIT s)
 
 
 class _BadRequest(Exception):
@@ -153,6 +159,9 @@ class RecordingOrigin:
         with self._lock:
             self._stopping = True
             conns = list(self._conns.values())
+            holds = [s.hold for s in self._scripts.values() if s.hold is not None]
+        for h in holds:
+            h.set()  # a held answer goes out (into a closed socket) and its thread ends
         try:
             self._listener.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -201,6 +210,18 @@ class RecordingOrigin:
     def connections_accepted(self):
         with self._lock:
             return self._next_conn - 1
+
+    def wait_closed(self, number, timeout=10.0):
+        """Waits until connection ``number`` has ended: the client closed it (or the origin
+        did, after an answer with ``close``). Raises AssertionError at the deadline."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while number in self._conns or number >= self._next_conn:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("connection %d of the recording origin still open after %ss"
+                                         % (number, timeout))
+                self._lock.wait(left)
 
     def settle(self, timeout=5.0):
         """Wait until every open connection's thread waits for bytes, nothing is buffered
@@ -439,6 +460,8 @@ class RecordingOrigin:
                                              "method": rec.method, "target": rec.target}).encode())
         if script.delay:
             time.sleep(script.delay)
+        if script.hold is not None:
+            script.hold.wait(HOLD_LIMIT)
         lines = ["HTTP/1.1 %d %s" % (script.status, script.reason)] if script.reason else \
                 ["HTTP/1.1 %d " % script.status]
         lines += script.headers
