@@ -100,6 +100,24 @@ async function tsc(args, cwd) {
   }
 }
 
+/** Runs tsc and fails, quoting what it printed, unless it exits 0. */
+async function tscOk(dir, args) {
+  const result = await tsc(args, dir);
+  if (result.code !== 0) throw new Error(describeRun(`tsc ${args.join(' ')} in ${dir}`, result));
+}
+
+/**
+ * A tsconfig.json in `dir` for `files`: strict, ES2020 with no DOM library and no automatic
+ * @types (so that a global the declarations use without declaring it is an error), output
+ * in `out/`.
+ */
+function writeTsconfig(dir, files) {
+  fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { strict: true, target: 'es2020', lib: ['es2020'], module: 'commonjs', types: [], outDir: 'out' },
+    files,
+  }, null, 2));
+}
+
 function waitExit(child, ms) {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => {
@@ -209,5 +227,5 @@ async function startOnDefaultSocket({ args = [] } = {}) {
 }
 
 module.exports = {
-  PACKAGE_DIR, run, runOk, describeRun, npmEnv, tempDir, linkedProject, tsc, startOnDefaultSocket,
+  PACKAGE_DIR, run, runOk, describeRun, npmEnv, tempDir, linkedProject, tsc, tscOk, writeTsconfig, startOnDefaultSocket,
 };
