@@ -29,7 +29,7 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds for the whole request (default: none).", valueName: "seconds"))
     var timeout: Double?
     @Flag(name: .customShort("s"), help: "No progress bar.") var silent = false
-    @Flag(name: [.customShort("f"), .long], help: "Exit with status 22 when the response's status is 400 or more.")
+    @Flag(name: [.customShort("f"), .long], help: "When the response's status is 400 or more, write no body and exit with status 22.")
     var fail = false
 
     func validate() throws {
@@ -68,7 +68,6 @@ struct FetchCommand: AsyncParsableCommand {
         let status = try await exitingOnErrors {
             try await transfer(client, method: method ?? (body == nil ? "GET" : "POST"), headers: requestHeaders, body: body)
         }
-        if fail, status >= 400 { Foundation.exit(ExitStatus.httpError) }
     }
 
     /// create, open, headers and send in one batch; then the body, read as it comes.
@@ -111,6 +110,14 @@ struct FetchCommand: AsyncParsableCommand {
                    (try await client.call("getResponseHeader", ["request": .string(handle), "header": "Content-Encoding"])
                     .stringValue ?? "").isEmpty {
                     total = length
+                }
+                if fail {
+                    // As curl's --fail: no body of an error response, and status 22.
+                    let status = try await client.call("getStatus", ["request": .string(handle)]).int64Value ?? 0
+                    if status >= 400 {
+                        let text = try await client.call("getStatusText", ["request": .string(handle)]).stringValue ?? ""
+                        exitWithError("the server answered \(status) \(text)", status: ExitStatus.httpError)
+                    }
                 }
                 if include { try await printHead(client, handle, to: out) }
             }

@@ -168,6 +168,8 @@ class Fetch(CLICase):
         self.assertExit(self.run_cli("fetch", self.upstream.url("/status/404")), 0)
         p = self.run_cli("fetch", "--fail", self.upstream.url("/status/404"))
         self.assertExit(p, 22)
+        self.assertEqual(p.stdout, b"", "--fail writes no body of an error response")
+        self.assertIn(b"404", p.stderr)
         p = self.run_cli("fetch", "http://127.0.0.1:1/")
         self.assertExit(p, 4)
         self.assertIn(b"no response", p.stderr)
