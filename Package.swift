@@ -83,6 +83,8 @@ let package = Package(
         .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop", "TestSupport"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "JSON", "EventLoop"]),
         .testTarget(name: "HTTPEngineTests", dependencies: ["HTTPEngine", "EventLoop", "TestSupport", "SeededRandom"]),
-        .testTarget(name: "ServiceTests", dependencies: ["Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine", "TestSupport"]),
+        .testTarget(name: "ServiceTests", dependencies: [
+            "Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine", "TestSupport", "XHRPCClient",
+        ]),
     ]
 )

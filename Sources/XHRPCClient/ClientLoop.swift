@@ -37,6 +37,10 @@ final class ClientLoop: @unchecked Sendable {
     }
 
     init(notifications: AsyncStream<ServerNotification>.Continuation) throws {
+        // libuv writes with write(2): a server that closed first would otherwise end the
+        // whole program with SIGPIPE. Ignored process-wide, once, as swift-nio does on
+        // Linux; the failed write is reported as the connection's end instead.
+        ClientLoop.ignoreSIGPIPE
         loop = try Loop()
         notificationSink = notifications
         wakeup = try AsyncWakeup(loop: loop) { [unowned self] in runJobs() }
@@ -204,6 +208,8 @@ final class ClientLoop: @unchecked Sendable {
         stream = nil
         wakeup?.close()
     }
+
+    private static let ignoreSIGPIPE: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 
     /// An IP literal for `host`: itself when it is one, else the first address the
     /// system resolves it to.
