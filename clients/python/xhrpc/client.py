@@ -10,22 +10,83 @@ message nobody claims stays in the inbox in order, so nothing is lost between
 calls; a response to a call that timed out is dropped when it arrives.
 """
 
+from __future__ import annotations
+
+import base64
 import collections
 import itertools
 import json
+import os
+import secrets
 import socket
 import ssl
 import threading
 import time
+from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mapping,
+                    Optional, Set, Tuple, Union, cast)
 
 __all__ = [
     "Client",
     "RPCError",
     "ConnectionClosed",
     "MalformedMessage",
+    "TransferError",
+    "default_socket_path",
+    "decode_body",
+    "encode",
 ]
 
 _READ_SIZE = 256 * 1024
+
+#: A JSON-RPC message as ``json.loads`` returns it: an object, or an array for a batch.
+Message = Any
+#: ``(method, params)`` or ``(method, params, is_notification)``, as ``batch`` takes them.
+BatchCall = Union[Tuple[str, Any], Tuple[str, Any, bool]]
+#: ``progress(received, total)`` for ``download``; ``total`` is -1 while unknown.
+ProgressCallback = Callable[[int, int], Any]
+
+# read_body's pauses between reads that brought nothing, when no notification about
+# the request came: from the first to the last, doubling (a body arriving after
+# LOADING comes with no notification unless someone subscribed to progress).
+_BODY_POLL_FIRST = 0.01
+_BODY_POLL_LAST = 0.2
+# The RPC wait for one read of a body: a read of up to --max-buffer-bytes (8 MiB)
+# answers in well under a second; this only bounds a server that stopped answering.
+_READ_CALL_TIMEOUT = 30.0
+# Added to a transfer timeout given to the server, for the answer to travel back.
+_ANSWER_MARGIN = 10.0
+
+
+def default_socket_path(environ: Optional[Mapping[str, str]] = None) -> str:
+    """The socket xhrpcd listens on when started without ``--listen``.
+
+    ``$XDG_RUNTIME_DIR/xhrpc.sock`` when ``XDG_RUNTIME_DIR`` is set and not empty, else
+    ``/tmp/xhrpc-<uid>.sock``: the server's own rule (``ListenAddress.defaultUnix`` in
+    Sources/Service/ServerConfig.swift), joined the same way, so both name one file.
+    ``environ`` replaces ``os.environ`` (for tests and for a server started with
+    another environment).
+    """
+    env = os.environ if environ is None else environ
+    runtime_dir = env.get("XDG_RUNTIME_DIR")
+    if runtime_dir:
+        return runtime_dir + "/xhrpc.sock"
+    return "/tmp/xhrpc-%d.sock" % os.getuid()
+
+
+def decode_body(response: Mapping[str, Any]) -> bytes:
+    """The body of a ``fetch`` result as bytes, whichever ``encoding`` it came in.
+
+    ``utf8`` text is encoded back to UTF-8 and ``base64`` decoded; a ``json`` body was
+    parsed by the server and has no bytes to give back (ask with
+    ``response_type="base64"`` instead), so it raises ``ValueError``.
+    """
+    encoding = response.get("encoding")
+    body = response.get("body")
+    if encoding == "base64" and isinstance(body, str):
+        return base64.b64decode(body)
+    if encoding == "utf8" and isinstance(body, str):
+        return body.encode("utf-8")
+    raise ValueError("a body with encoding %r has no bytes to decode" % (encoding,))
 
 
 class RPCError(Exception):
@@ -35,7 +96,8 @@ class RPCError(Exception):
     ``data.reason`` word when there is one.
     """
 
-    def __init__(self, code, message, data=None, response=None):
+    def __init__(self, code: Any, message: Any, data: Any = None,
+                 response: Optional[Dict[str, Any]] = None) -> None:
         super().__init__("%s %s%s" % (code, message, "" if data is None else " " + json.dumps(data)))
         self.code = code
         self.message = message
@@ -43,7 +105,7 @@ class RPCError(Exception):
         self.response = response
 
     @property
-    def reason(self):
+    def reason(self) -> Optional[str]:
         return self.data.get("reason") if isinstance(self.data, dict) else None
 
 
@@ -54,7 +116,7 @@ class ConnectionClosed(ConnectionError):
 class MalformedMessage(Exception):
     """The server sent a line that is not one JSON value; ``line`` holds its bytes."""
 
-    def __init__(self, line, error):
+    def __init__(self, line: bytes, error: str) -> None:
         super().__init__("malformed line from server (%s): %r" % (error, line[:200]))
         self.line = line
 
@@ -78,7 +140,8 @@ class _TLSChannel:
     # long nor hold the whole message twice (plaintext and ciphertext).
     _SEND_SLICE = 256 * 1024
 
-    def __init__(self, sock, context, server_hostname, timeout):
+    def __init__(self, sock: socket.socket, context: ssl.SSLContext, server_hostname: str,
+                 timeout: float) -> None:
         self.sock = sock
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
@@ -89,7 +152,7 @@ class _TLSChannel:
         self._ended = False  # the server's close_notify or EOF was seen
         self._handshake(timeout)
 
-    def _handshake(self, timeout):
+    def _handshake(self, timeout: float) -> None:
         """Runs the handshake on this thread before the reader starts (no locks needed)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -117,18 +180,18 @@ class _TLSChannel:
         # 1.3 session ticket).
         self._version = self._ssl.version()
 
-    def _send_outgoing_quietly(self):
+    def _send_outgoing_quietly(self) -> None:
         try:
             self.sock.sendall(self._outgoing.read())
         except OSError:
             pass
 
     @property
-    def version(self):
+    def version(self) -> Optional[str]:
         """The negotiated protocol, such as ``"TLSv1.3"``."""
         return self._version
 
-    def send(self, data):
+    def send(self, data: bytes) -> None:
         """Encrypt and send all of ``data``."""
         view = memoryview(data)
         with self._send_lock:
@@ -138,7 +201,7 @@ class _TLSChannel:
                     out = self._outgoing.read()
                 self.sock.sendall(out)
 
-    def close_notify(self):
+    def close_notify(self) -> None:
         """Send our close_notify (no more data from us); do not wait for the server's."""
         with self._send_lock:
             with self._lock:
@@ -149,11 +212,11 @@ class _TLSChannel:
                 out = self._outgoing.read()
             self.sock.sendall(out)
 
-    def recv(self):
+    def recv(self) -> bytes:
         """Plaintext as it arrives; ``b""`` once the server's close_notify or EOF came."""
-        raw = None
+        raw: Optional[bytes] = None
         while True:
-            chunks = []
+            chunks: List[bytes] = []
             with self._lock:
                 # Feeding and reading under one hold: records must not sit in the BIO
                 # while close_notify runs, since OpenSSL discards what it reads then.
@@ -194,51 +257,206 @@ class _Entry:
 
     __slots__ = ("message", "raw", "error")
 
-    def __init__(self, message, raw, error=None):
+    def __init__(self, message: Message, raw: bytes, error: Optional[str] = None) -> None:
         self.message = message
         self.raw = raw
         self.error = error
 
 
-def encode(message):
+def encode(message: Any) -> bytes:
     """Compact JSON of ``message`` followed by a newline, as bytes."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 
 
-def _is_response(msg):
+def _is_response(msg: Any) -> bool:
     return isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg)
 
 
-def _id_key(rid):
+def _id_key(rid: Any) -> Tuple[str, Any]:
     # 1, 1.0 and True are equal in Python but different ids on the wire.
     return (type(rid).__name__, rid)
 
 
-def _is_notification(msg):
+def _is_notification(msg: Any) -> bool:
     return isinstance(msg, dict) and isinstance(msg.get("method"), str)
+
+
+class TransferError(Exception):
+    """A request ended without a response (DONE with status 0): refused, timed out,
+    reset, cut short, aborted or denied by the server's egress policy.
+
+    ``status_text`` is the server's explanation (``getStatusText``), ``request`` the
+    handle and ``received`` the body bytes read before the end.
+    """
+
+    def __init__(self, request: str, status_text: str, received: int = 0) -> None:
+        super().__init__("request %s ended without a complete response: %s" % (request, status_text))
+        self.request = request
+        self.status_text = status_text
+        self.received = received
+
+
+def _error_of(resp: Dict[str, Any]) -> RPCError:
+    err = resp["error"] if isinstance(resp.get("error"), dict) else {}
+    return RPCError(err.get("code"), err.get("message"), err.get("data"), resp)
+
+
+def _result_of(resp: Dict[str, Any]) -> Any:
+    """The result of one response object, or its error raised."""
+    if "error" in resp:
+        raise _error_of(resp)
+    return resp["result"]
+
+
+def _request_of(msg: Any) -> Optional[str]:
+    """The request a notification is about (``params.request``), if any."""
+    if not _is_notification(msg):
+        return None
+    params = msg.get("params")
+    req = params.get("request") if isinstance(params, dict) else None
+    return req if isinstance(req, str) else None
+
+
+def _fetch_params(url: str, method: str, headers: Optional[Mapping[str, str]],
+                  body: Union[str, bytes, bytearray, memoryview, None], timeout: Optional[float],
+                  response_type: Optional[str]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"url": url, "method": method}
+    if headers:
+        params["headers"] = dict(headers)
+    if isinstance(body, str):
+        params["body"] = body
+    elif body is not None:
+        params["bodyBase64"] = base64.b64encode(bytes(body)).decode("ascii")
+    if timeout is not None:
+        params["timeout"] = timeout
+    if response_type is not None:
+        params["responseType"] = response_type
+    return params
+
+
+def _answer_timeout(timeout: Optional[float]) -> Optional[float]:
+    """How long to wait for the answer to a call that bounds its transfer by ``timeout``."""
+    return None if timeout is None or timeout <= 0 else timeout + _ANSWER_MARGIN
+
+
+def _chunk_bytes(chunk: Dict[str, Any]) -> bytes:
+    """The bytes of a base64 ``getReceiveBuffer`` result, checked against its count."""
+    data = base64.b64decode(chunk["data"])
+    if len(data) != chunk["bytes"]:
+        raise ValueError("getReceiveBuffer said %r bytes but its data holds %d" % (chunk["bytes"], len(data)))
+    return data
+
+
+def _read_params(request: str, max_bytes: Optional[int]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"request": request, "encoding": "base64"}
+    if max_bytes is not None:
+        params["maxBytes"] = max_bytes
+    return params
+
+
+def _download_handle() -> str:
+    # A name of our own, so that create, open, subscribe and send travel in one batch.
+    return "xhrpc-py-download-" + secrets.token_hex(8)
+
+
+def _download_calls(name: str, url: str, headers: Optional[Mapping[str, str]],
+                    timeout: Optional[float]) -> List[BatchCall]:
+    calls: List[BatchCall] = [("create", {"request": name}),
+                              ("open", {"request": name, "method": "GET", "url": url})]
+    for header, value in (headers or {}).items():
+        calls.append(("setRequestHeader", {"request": name, "header": header, "value": value}))
+    # The opener already receives onStateChange; progress notifications wake the
+    # reader whenever bytes arrive, so it need not poll while LOADING.
+    calls.append(("subscribe", {"request": name, "events": ["progress"]}))
+    send: Dict[str, Any] = {"request": name}
+    if timeout is not None:
+        send["timeout"] = timeout
+    calls.append(("send", send))
+    return calls
+
+
+def _header_calls(name: str) -> List[BatchCall]:
+    return [("getResponseHeader", {"request": name, "header": "Content-Length"}),
+            ("getResponseHeader", {"request": name, "header": "Content-Encoding"})]
+
+
+def _expected_total(content_length: Any, content_encoding: Any) -> int:
+    """The body size a download can expect, or -1 when the headers do not tell it.
+
+    The server decodes content codings (gzip, deflate, br), so Content-Length, the
+    encoded size, says nothing about the bytes read then.
+    """
+    if isinstance(content_encoding, str) and content_encoding.strip().lower() not in ("", "identity"):
+        return -1
+    if isinstance(content_length, str) and content_length.strip().isdigit():
+        return int(content_length.strip())
+    return -1
+
+
+def _end_calls(name: str, subscription: Optional[str]) -> List[BatchCall]:
+    calls: List[BatchCall] = []
+    if subscription is not None:
+        calls.append(("unsubscribe", {"subscription": subscription}))
+    calls.append(("release", {"request": name}))
+    return calls
+
+
+def _status_calls(name: str) -> List[BatchCall]:
+    return [("getStatus", {"request": name}), ("getStatusText", {"request": name})]
+
+
+class _DownloadState:
+    """What a download has written, and the progress calls that say so."""
+
+    def __init__(self, progress: Optional[ProgressCallback]) -> None:
+        self.progress = progress
+        self.received = 0
+        self.total: Optional[int] = None  # None until the headers were asked for
+
+    def wrote(self, n: int) -> Any:
+        self.received += n
+        if self.progress is not None:
+            return self.progress(self.received, -1 if self.total is None else self.total)
+        return None
+
+    def finished(self) -> Any:
+        if self.progress is not None and self.total != self.received:
+            return self.progress(self.received, self.received)
+        return None
+
+
+class _Watch:
+    """How many notifications about one request arrived while body readers watch it."""
+
+    __slots__ = ("count", "readers")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.readers = 0
 
 
 class Client:
     """A connection to xhrpcd.
 
-    Use ``Client.connect_unix(path)``, ``Client.connect_tcp(host, port)`` or
-    ``Client.connect_tls(host, port, cafile=...)``; close it with ``close()`` or a
-    ``with`` block.  Methods may be called from several threads, though the tests
-    use one.
+    Use ``Client.connect_unix(path)`` (no path: ``default_socket_path()``),
+    ``Client.connect_tcp(host, port)`` or ``Client.connect_tls(host, port, cafile=...)``;
+    close it with ``close()`` or a ``with`` block.  Methods may be called from
+    several threads, though the tests use one.
     """
 
-    def __init__(self, sock, tls=None):
+    def __init__(self, sock: socket.socket, tls: Optional[_TLSChannel] = None) -> None:
         self.sock = sock
         self.tls = tls  # a _TLSChannel over sock, or None for plaintext
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()
-        self._inbox = collections.deque()
-        self._abandoned = set()
+        self._inbox: Deque[_Entry] = collections.deque()
+        self._abandoned: Set[Tuple[str, Any]] = set()
         self._ids = itertools.count(1)
+        self._watches: Dict[str, _Watch] = {}  # requests whose bodies are being read
         self._closed = False          # no more messages will arrive
-        self._close_error = None      # why the reader stopped, if not a clean EOF
-        self.malformed = []           # raw lines that were not JSON
-        self.auth_result = None       # auth's answer when a constructor was given a token
+        self._close_error: Optional[OSError] = None  # why the reader stopped, if not a clean EOF
+        self.malformed: List[bytes] = []  # raw lines that were not JSON
+        self.auth_result: Optional[Dict[str, Any]] = None  # auth's answer when a constructor was given a token
         self._reader = threading.Thread(target=self._read_loop, name="xhrpc-reader", daemon=True)
         self._reader.start()
 
@@ -248,11 +466,22 @@ class Client:
     # it before it is returned (and is closed if that fails, the RPCError raised).
 
     @classmethod
-    def connect_unix(cls, path, timeout=10, token=None):
+    def connect_unix(cls, path: Optional[str] = None, timeout: float = 10,
+                     token: Optional[str] = None) -> "Client":
+        """Connect to a ``unix:`` listener; without ``path``, to ``default_socket_path()``."""
+        where = default_socket_path() if path is None else path
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
         try:
-            s.connect(path)
+            s.connect(where)
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            s.close()
+            if path is not None:
+                raise
+            # Say where we looked and why there: the usual first-run stumble.
+            raise type(e)(e.errno, "no xhrpcd listening at the default socket %s "
+                          "(XDG_RUNTIME_DIR decides it; start the server or pass the path): %s"
+                          % (where, e.strerror)) from e
         except BaseException:
             s.close()
             raise
@@ -260,13 +489,14 @@ class Client:
         return cls(s)._authenticated(token, timeout)
 
     @classmethod
-    def connect_tcp(cls, host, port, timeout=10, token=None):
+    def connect_tcp(cls, host: str, port: int, timeout: float = 10,
+                    token: Optional[str] = None) -> "Client":
         s = socket.create_connection((host, port), timeout=timeout)
         s.settimeout(None)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return cls(s)._authenticated(token, timeout)
 
-    def _authenticated(self, token, timeout):
+    def _authenticated(self, token: Optional[str], timeout: float) -> "Client":
         if token is None:
             return self
         try:
@@ -278,8 +508,9 @@ class Client:
         return self
 
     @classmethod
-    def connect_tls(cls, host, port, cafile=None, server_hostname=None, timeout=10, context=None,
-                    token=None):
+    def connect_tls(cls, host: str, port: int, cafile: Optional[str] = None,
+                    server_hostname: Optional[str] = None, timeout: float = 10,
+                    context: Optional[ssl.SSLContext] = None, token: Optional[str] = None) -> "Client":
         """Connect to a ``tls:`` listener and finish the TLS handshake.
 
         The server's certificate is verified, host name included:
@@ -304,19 +535,23 @@ class Client:
             raise
         return cls(s, tls)._authenticated(token, timeout)
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     # ---- reading --------------------------------------------------------
 
-    def _read_loop(self):
+    def _read_loop(self) -> None:
         buf = bytearray()
         error = None
         try:
-            recv = self.tls.recv if self.tls is not None else lambda: self.sock.recv(_READ_SIZE)
+            recv: Callable[[], bytes]
+            if self.tls is not None:
+                recv = self.tls.recv
+            else:
+                recv = lambda: self.sock.recv(_READ_SIZE)  # noqa: E731
             while True:
                 data = recv()
                 if not data:
@@ -345,13 +580,13 @@ class Client:
             self._close_error = error
             self._cond.notify_all()
 
-    def _parse(self, line):
+    def _parse(self, line: bytes) -> _Entry:
         try:
             return _Entry(json.loads(line), line)
         except ValueError as e:
             return _Entry(None, line, str(e))
 
-    def _deliver(self, entries):
+    def _deliver(self, entries: List[_Entry]) -> None:
         with self._cond:
             for e in entries:
                 if e.error is not None:
@@ -360,10 +595,14 @@ class Client:
                 if _is_response(msg) and _id_key(msg.get("id")) in self._abandoned:
                     self._abandoned.discard(_id_key(msg.get("id")))
                     continue
+                if self._watches:
+                    watch = self._watches.get(_request_of(msg) or "")
+                    if watch is not None:
+                        watch.count += 1
                 self._inbox.append(e)
             self._cond.notify_all()
 
-    def _take(self, match, timeout, what):
+    def _take(self, match: Callable[[_Entry], bool], timeout: Optional[float], what: str) -> _Entry:
         """Remove and return the first inbox entry for which ``match(entry)`` is true."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
@@ -380,19 +619,19 @@ class Client:
                 else:
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        raise TimeoutError("no %s within %.3g s" % (what, timeout))
+                        raise TimeoutError("no %s within %.3g s" % (what, cast(float, timeout)))
                     self._cond.wait(left)
 
     # ---- calls ----------------------------------------------------------
 
-    def next_id(self):
+    def next_id(self) -> int:
         return next(self._ids)
 
-    def send(self, message):
+    def send(self, message: Any) -> None:
         """Send one JSON value (an object or a batch array) as one line."""
         self.send_raw(encode(message))
 
-    def send_raw(self, data):
+    def send_raw(self, data: bytes) -> None:
         """Send bytes exactly as given (for framing tests)."""
         with self._send_lock:
             if self.tls is not None:
@@ -400,16 +639,17 @@ class Client:
             else:
                 self.sock.sendall(data)
 
-    def request(self, method, params=None, timeout=10, id=None):
+    def request(self, method: str, params: Any = None, timeout: Optional[float] = 10,
+                id: Any = None) -> Dict[str, Any]:
         """Send a call and return the whole response object (result or error)."""
         rid = self.next_id() if id is None else id
-        msg = {"jsonrpc": "2.0", "method": method, "id": rid}
+        msg: Dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": rid}
         if params is not None:
             msg["params"] = params
         self.send(msg)
         return self.wait_response(rid, timeout)
 
-    def wait_response(self, rid, timeout=10):
+    def wait_response(self, rid: Any, timeout: Optional[float] = 10) -> Dict[str, Any]:
         """Wait for the response with id ``rid`` (sent earlier, e.g. with ``send_raw``)."""
         try:
             e = self._take(lambda e: _is_response(e.message) and e.message.get("id") == rid
@@ -419,24 +659,24 @@ class Client:
             with self._cond:
                 self._abandoned.add(_id_key(rid))
             raise
-        return e.message
+        message: Dict[str, Any] = e.message
+        return message
 
-    def call(self, method, params=None, timeout=10):
+    def call(self, method: str, params: Any = None, timeout: Optional[float] = 10) -> Any:
         """Call ``method``; return its result or raise ``RPCError``."""
         resp = self.request(method, params, timeout)
         if "error" in resp:
-            err = resp["error"] if isinstance(resp["error"], dict) else {}
-            raise RPCError(err.get("code"), err.get("message"), err.get("data"), resp)
+            raise _error_of(resp)
         return resp["result"]
 
-    def notify(self, method, params=None):
+    def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no id, no reply)."""
-        msg = {"jsonrpc": "2.0", "method": method}
+        msg: Dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             msg["params"] = params
         self.send(msg)
 
-    def batch(self, calls, timeout=10):
+    def batch(self, calls: Iterable[BatchCall], timeout: Optional[float] = 10) -> List[Any]:
         """Send a batch and return its responses in the order of the calls.
 
         ``calls`` holds ``(method, params)`` or ``(method, params, is_notification)``
@@ -448,7 +688,7 @@ class Client:
         for c in calls:
             method, params = c[0], c[1]
             is_notification = len(c) > 2 and bool(c[2])
-            m = {"jsonrpc": "2.0", "method": method}
+            m: Dict[str, Any] = {"jsonrpc": "2.0", "method": method}
             if params is not None:
                 m["params"] = params
             if not is_notification:
@@ -460,10 +700,10 @@ class Client:
             return []
         wanted = set(ids)
 
-        def match(e):
+        def match(e: _Entry) -> bool:
             msg = e.message
-            return (isinstance(msg, list) and msg and
-                    any(isinstance(r, dict) and r.get("id") in wanted for r in msg))
+            return bool(isinstance(msg, list) and msg and
+                        any(isinstance(r, dict) and r.get("id") in wanted for r in msg))
 
         msg = self._take(match, timeout, "the batch response to ids %r" % ids).message
         order = {rid: i for i, rid in enumerate(ids)}
@@ -471,7 +711,7 @@ class Client:
 
     # ---- notifications and raw messages ---------------------------------
 
-    def read_message(self, timeout=10, raw=False):
+    def read_message(self, timeout: Optional[float] = 10, raw: bool = False) -> Any:
         """Remove and return the oldest message of any kind.
 
         With ``raw=True`` return ``(message, line_bytes)``.  Raises ``TimeoutError``,
@@ -483,16 +723,18 @@ class Client:
             raise MalformedMessage(e.raw, e.error)
         return (e.message, e.raw) if raw else e.message
 
-    def wait_notification(self, predicate=None, timeout=10):
+    def wait_notification(self, predicate: Optional[Callable[[Dict[str, Any]], bool]] = None,
+                          timeout: Optional[float] = 10) -> Dict[str, Any]:
         """Remove and return the first notification for which ``predicate`` holds.
 
         Other messages stay in the inbox in order.
         """
-        return self._take(lambda e: _is_notification(e.message) and
-                          (predicate is None or predicate(e.message)),
-                          timeout, "a matching notification").message
+        message: Dict[str, Any] = self._take(lambda e: _is_notification(e.message) and
+                                             (predicate is None or predicate(e.message)),
+                                             timeout, "a matching notification").message
+        return message
 
-    def notifications(self, timeout=1.0):
+    def notifications(self, timeout: Optional[float] = 1.0) -> Iterator[Dict[str, Any]]:
         """Yield notifications as they arrive; stop after ``timeout`` s with none, or at close."""
         while True:
             try:
@@ -500,19 +742,187 @@ class Client:
             except (TimeoutError, ConnectionClosed):
                 return
 
-    def pending(self):
+    def pending(self) -> List[Any]:
         """The messages received and not yet taken, oldest first (not removed)."""
         with self._cond:
             return [e.message for e in self._inbox]
 
+    def _discard_notifications(self, request: str) -> None:
+        """Drop the waiting notifications about ``request`` (one the client made itself)."""
+        with self._cond:
+            kept = [e for e in self._inbox if _request_of(e.message) != request]
+            if len(kept) != len(self._inbox):
+                self._inbox = collections.deque(kept)
+
+    # ---- request objects -------------------------------------------------
+
+    def fetch(self, url: str, method: str = "GET", headers: Optional[Mapping[str, str]] = None,
+              body: Union[str, bytes, bytearray, memoryview, None] = None,
+              timeout: Optional[float] = None, response_type: Optional[str] = None) -> Dict[str, Any]:
+        """One whole exchange with the ``fetch`` method; returns its result.
+
+        The result is ``{"status", "statusText", "headers", "body", "encoding"}``;
+        ``decode_body(result)`` gives the body as bytes (ask with
+        ``response_type="base64"`` for bytes that may not be text).  ``body`` is
+        sent as text when it is a ``str`` and as base64 when it is bytes.
+        ``timeout`` bounds the transfer in the server (None: no bound, and this
+        call waits as long as the server does); a response that never came has
+        status 0 and the reason in ``statusText``.  The body must fit in the
+        server's ``--max-buffer-bytes`` (8 MiB); ``download`` has no such limit.
+        """
+        params = _fetch_params(url, method, headers, body, timeout, response_type)
+        result: Dict[str, Any] = self.call("fetch", params, timeout=_answer_timeout(timeout))
+        return result
+
+    def _watch(self, request: str) -> None:
+        with self._cond:
+            watch = self._watches.get(request)
+            if watch is None:
+                watch = self._watches[request] = _Watch()
+            watch.readers += 1
+
+    def _unwatch(self, request: str) -> None:
+        with self._cond:
+            watch = self._watches[request]
+            watch.readers -= 1
+            if watch.readers == 0:
+                del self._watches[request]
+
+    def _news_count(self, request: str) -> int:
+        with self._cond:
+            return self._watches[request].count
+
+    def _wait_news(self, request: str, seen: int, seconds: float) -> None:
+        """Wait until a notification about ``request`` arrived since the count was ``seen``,
+        the connection closed, or ``seconds`` passed."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._closed or self._watches[request].count != seen, seconds)
+
+    def _drain(self, request: str, sink: Callable[[bytes], None], timeout: Optional[float],
+               max_bytes: Optional[int], own: bool) -> int:
+        """Pass the body of ``request`` to ``sink`` as it arrives (each read that brought
+        bytes) until ``getReceiveBuffer`` says done; return the number of bytes.
+
+        A read that brings nothing is followed by a wait for the next notification
+        about the request, or a pause that grows from 10 to 200 ms when none comes:
+        never a busy loop.  ``own``: the request is the client's own, and its
+        notifications are dropped as they come instead of piling up in the inbox.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        params = _read_params(request, max_bytes)
+        pause = _BODY_POLL_FIRST
+        total = 0
+        self._watch(request)
+        try:
+            while True:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError("the body of %s did not end within %.3g s (%d bytes read)"
+                                       % (request, cast(float, timeout), total))
+                seen = self._news_count(request)
+                call_timeout = _READ_CALL_TIMEOUT if left is None else min(left, _READ_CALL_TIMEOUT)
+                chunk = self.call("getReceiveBuffer", params, timeout=call_timeout)
+                data = _chunk_bytes(chunk)
+                if data:
+                    total += len(data)
+                    pause = _BODY_POLL_FIRST
+                    sink(data)
+                if chunk["done"]:
+                    return total
+                if own:
+                    self._discard_notifications(request)
+                if not data:
+                    self._wait_news(request, seen, pause if left is None else min(pause, left))
+                    pause = min(pause * 2, _BODY_POLL_LAST)
+        finally:
+            self._unwatch(request)
+
+    def read_body(self, request: str, timeout: Optional[float] = 30,
+                  max_bytes: Optional[int] = None) -> bytes:
+        """Read the body of ``request`` to its end and return it.
+
+        Calls ``getReceiveBuffer`` until it says done (the request is DONE and every
+        byte read); between reads that bring nothing it waits for a notification
+        about the request or a short pause (10 ms growing to 200 ms), never
+        spinning.  Notifications stay in the inbox for whoever waits for them.
+        ``timeout`` bounds the whole body (None: no bound); ``max_bytes`` each read.
+        A request that failed (status 0) ends its body early: check ``getStatus``.
+        """
+        parts: List[bytes] = []
+        self._drain(request, parts.append, timeout, max_bytes, own=False)
+        return b"".join(parts)
+
+    def download(self, url: str, path: Union[str, "os.PathLike[str]"],
+                 progress: Optional[ProgressCallback] = None,
+                 headers: Optional[Mapping[str, str]] = None,
+                 timeout: Optional[float] = None, max_bytes: Optional[int] = None) -> int:
+        """GET ``url`` into the file ``path``, streaming; return the response's status.
+
+        Runs on the object API (create, open, subscribe to progress, send, then
+        ``getReceiveBuffer`` as bytes arrive), so the body may be of any size and
+        memory stays bounded by one read (``max_bytes``, default the server's
+        ``--max-buffer-bytes``).  The bytes go to ``path + ".part"``, which is
+        renamed to ``path`` once the body is complete, whatever the status (as
+        ``curl -o`` does: check the status returned).  ``progress(received, total)``
+        is called after each write, with ``total`` the size from the response's
+        Content-Length (-1 when it has none or the body was decoded from a content
+        coding), and at the end with ``total == received`` if the last call did not
+        already say so.  ``headers`` are request headers; ``timeout`` bounds the
+        transfer (None: no bound).  A request that gets no response, or whose body
+        is cut short, raises ``TransferError``; any error removes the ``.part`` file
+        and leaves ``path`` as it was.  The request is released at the end.
+        """
+        final = os.fspath(path)
+        part = final + ".part"
+        name = _download_handle()
+        state = _DownloadState(progress)
+        subscription = None
+        with open(part, "wb") as f:
+            created = True  # from the moment the batch is sent, release at the end
+            try:
+                responses = self.batch(_download_calls(name, url, headers, timeout))
+                created = "result" in responses[0]
+                for resp in responses:
+                    result = _result_of(resp)
+                    if isinstance(result, dict) and "subscription" in result:
+                        subscription = result["subscription"]
+
+                def sink(data: bytes) -> None:
+                    if state.total is None:
+                        state.total = _expected_total(*(_result_of(r) for r in self.batch(_header_calls(name))))
+                    f.write(data)
+                    state.wrote(len(data))
+
+                self._drain(name, sink, _answer_timeout(timeout), max_bytes, own=True)
+                status, status_text = (_result_of(r) for r in self.batch(_status_calls(name)))
+                if status == 0:
+                    raise TransferError(name, status_text, state.received)
+            except BaseException:
+                f.close()
+                _unlink_quietly(part)
+                raise
+            finally:
+                if created:
+                    self._end_download(name, subscription)
+        os.replace(part, final)
+        state.finished()
+        return int(status)
+
+    def _end_download(self, name: str, subscription: Optional[str]) -> None:
+        try:
+            self.batch(_end_calls(name, subscription))
+        except (OSError, TimeoutError):
+            pass  # the connection is gone or stuck: the server releases with it
+        self._discard_notifications(name)
+
     # ---- closing --------------------------------------------------------
 
     @property
-    def closed_by_peer(self):
+    def closed_by_peer(self) -> bool:
         with self._cond:
             return self._closed
 
-    def wait_closed(self, timeout=10):
+    def wait_closed(self, timeout: float = 10) -> bool:
         """Wait until the server closes the connection; True if it did within ``timeout``."""
         deadline = time.monotonic() + timeout
         with self._cond:
@@ -523,7 +933,7 @@ class Client:
                 self._cond.wait(left)
             return True
 
-    def shutdown_write(self):
+    def shutdown_write(self) -> None:
         """Half-close: tell the server we will send nothing more (replies still arrive).
 
         Over TLS this first sends close_notify (without waiting for the server's),
@@ -535,10 +945,17 @@ class Client:
                 self.tls.close_notify()
             self.sock.shutdown(socket.SHUT_WR)
 
-    def close(self, timeout=5):
+    def close(self, timeout: float = 5) -> None:
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.sock.close()
         self._reader.join(timeout)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
