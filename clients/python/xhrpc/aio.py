@@ -235,10 +235,10 @@ class AsyncClient:
                     pos = nl + 1
                     nl = buf.find(b"\n", pos)
                 del buf[:pos]
-        except (OSError, EOFError, ssl.SSLError) as e:
-            error = e
         except asyncio.CancelledError:
             error = ConnectionClosed("the reader was cancelled")
+        except Exception as e:  # OSError, ssl.SSLError; anything else still ends the waits
+            error = e
         if buf:
             # A last line without its newline is a framing fault of the server.
             self.malformed.append(bytes(buf))
