@@ -41,8 +41,9 @@ from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _READ_CA
                      _READ_SIZE, BatchCall, ConnectionClosed, RPCError, TransferError,
                      _chunk_bytes, _DownloadState, _download_calls, _download_handle, _end_calls,
                      _error_of, _expected_total, _fetch_params, _header_calls, _id_key,
-                     _is_notification, _is_response, _read_params, _request_of, _result_of,
-                     _status_calls, _unlink_quietly, default_socket_path, encode)
+                     _is_notification, _is_response, _prepared, _raise_first_error, _read_params,
+                     _request_of, _result_of, _send_params, _status_calls, _unlink_quietly,
+                     default_socket_path, encode)
 
 __all__ = ["AsyncClient", "RPCError", "ConnectionClosed", "TransferError"]
 
@@ -574,17 +575,15 @@ class AsyncClient:
         part = final + ".part"
         name = _download_handle()
         state = _DownloadState(progress)
-        subscription = None
+        subscription: Optional[str] = None
         status = 0
         with open(part, "wb") as f:
             created = True  # from the moment the batch is sent, release at the end
             try:
-                responses = await self.batch(_download_calls(name, url, headers, timeout))
-                created = "result" in responses[0]
-                for resp in responses:
-                    result = _result_of(resp)
-                    if isinstance(result, dict) and "subscription" in result:
-                        subscription = result["subscription"]
+                responses = await self.batch(_download_calls(name, url, headers))
+                created, subscription = _prepared(responses)
+                _raise_first_error(responses)
+                await self.call("send", _send_params(name, timeout))
 
                 async def sink(data: bytes) -> None:
                     if state.total is None:

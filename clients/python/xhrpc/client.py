@@ -359,8 +359,9 @@ def _download_handle() -> str:
     return "xhrpc-py-download-" + secrets.token_hex(8)
 
 
-def _download_calls(name: str, url: str, headers: Optional[Mapping[str, str]],
-                    timeout: Optional[float]) -> List[BatchCall]:
+def _download_calls(name: str, url: str, headers: Optional[Mapping[str, str]]) -> List[BatchCall]:
+    """A download's request, made ready in one batch; ``send`` follows only if every
+    call succeeded (a refused header must not leave without it)."""
     calls: List[BatchCall] = [("create", {"request": name}),
                               ("open", {"request": name, "method": "GET", "url": url})]
     for header, value in (headers or {}).items():
@@ -368,11 +369,32 @@ def _download_calls(name: str, url: str, headers: Optional[Mapping[str, str]],
     # The opener already receives onStateChange; progress notifications wake the
     # reader whenever bytes arrive, so it need not poll while LOADING.
     calls.append(("subscribe", {"request": name, "events": ["progress"]}))
+    return calls
+
+
+def _send_params(name: str, timeout: Optional[float]) -> Dict[str, Any]:
     send: Dict[str, Any] = {"request": name}
     if timeout is not None:
         send["timeout"] = timeout
-    calls.append(("send", send))
-    return calls
+    return send
+
+
+def _prepared(responses: List[Any]) -> Tuple[bool, Optional[str]]:
+    """Whether the download's request was created, and its subscription, from the
+    answers to ``_download_calls``; then the first error among them is raised (after
+    the caller has what it needs to clean up)."""
+    created = bool(responses) and "result" in responses[0]
+    subscription = None
+    for resp in responses:
+        result = resp.get("result")
+        if isinstance(result, dict) and isinstance(result.get("subscription"), str):
+            subscription = result["subscription"]
+    return created, subscription
+
+
+def _raise_first_error(responses: List[Any]) -> None:
+    for resp in responses:
+        _result_of(resp)
 
 
 def _header_calls(name: str) -> List[BatchCall]:
@@ -876,16 +898,14 @@ class Client:
         part = final + ".part"
         name = _download_handle()
         state = _DownloadState(progress)
-        subscription = None
+        subscription: Optional[str] = None
         with open(part, "wb") as f:
             created = True  # from the moment the batch is sent, release at the end
             try:
-                responses = self.batch(_download_calls(name, url, headers, timeout))
-                created = "result" in responses[0]
-                for resp in responses:
-                    result = _result_of(resp)
-                    if isinstance(result, dict) and "subscription" in result:
-                        subscription = result["subscription"]
+                responses = self.batch(_download_calls(name, url, headers))
+                created, subscription = _prepared(responses)
+                _raise_first_error(responses)
+                self.call("send", _send_params(name, timeout))
 
                 def sink(data: bytes) -> None:
                     if state.total is None:
