@@ -314,6 +314,34 @@ class Bodies(AioTestCase):
         self.assertEqual(left, [])
 
 
+class DownloadCleanup(AioTestCase):
+    """As test_package.DownloadCleanup: with ``--limit requests=1`` a request or
+    subscription left by a download would make the next one fail."""
+
+    SERVER_ARGS = ("--limit", "requests=1")
+
+    def test_every_ending_gives_back_what_it_took(self):
+        tmp = tempfile.mkdtemp(prefix="xhrpc-py-aio-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        target = os.path.join(tmp, "f.bin")
+
+        async def main():
+            async with await self.connect() as c:
+                for _ in range(3):
+                    with self.assertRaises(RPCError) as cm:
+                        await c.download(self.upstream.url("/bytes/10"), target, headers={"Upgrade": "x"},
+                                         timeout=30)
+                    self.assertEqual(cm.exception.reason, "forbidden_header")
+                    with self.assertRaises(TransferError):
+                        await c.download(self.upstream.url("/close-early/1000"), target, timeout=30)
+                    self.assertEqual(await c.download(self.upstream.url("/bytes/1000"), target, timeout=30), 200)
+                return await c.call("list"), c.pending_notifications()
+
+        self.assertEqual(run(main()), ([], []))
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), pattern.pattern_bytes(1000))
+
+
 class Transports(ServerTestCase):
     """TCP with a token and TLS, for the asyncio client."""
 

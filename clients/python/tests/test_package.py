@@ -263,6 +263,32 @@ class SyncHelpers(ServerTestCase):
         self.assertEqual(list_handles(c), [])
 
 
+class DownloadCleanup(ServerTestCase):
+    """A download gives back its request and its subscription however it ends: with
+    ``--limit requests=1`` (subscriptions share that limit) any leftover would make
+    the next download's create or subscribe fail with limit_exceeded."""
+
+    UPSTREAM = True
+    SERVER_ARGS = ("--limit", "requests=1")
+
+    def test_every_ending_gives_back_what_it_took(self):
+        c = self.connect()
+        tmp = tempfile.mkdtemp(prefix="xhrpc-py-dl-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        target = os.path.join(tmp, "f.bin")
+        for _ in range(3):
+            with self.assertRaises(RPCError) as cm:
+                c.download(self.upstream.url("/bytes/10"), target, headers={"Connection": "close"}, timeout=30)
+            self.assertEqual(cm.exception.reason, "forbidden_header")
+            with self.assertRaises(TransferError):
+                c.download(self.upstream.url("/close-early/1000"), target, timeout=30)
+            self.assertEqual(c.download(self.upstream.url("/bytes/1000"), target, timeout=30), 200)
+            with open(target, "rb") as f:
+                self.assertEqual(f.read(), pattern.pattern_bytes(1000))
+        self.assertEqual(list_handles(c), [])
+        self.assertEqual(c.pending(), [])
+
+
 def list_handles(c):
     """The handles of the caller's requests (``list``)."""
     return [r["request"] for r in c.call("list")]
