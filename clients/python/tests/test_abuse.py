@@ -9,6 +9,7 @@ with the figure before the abuse; a bound on memory, not on time).
 import base64
 import json
 import resource
+import select
 import socket
 import threading
 import time
@@ -16,7 +17,7 @@ import unittest
 
 from support import line, req
 from test_principals import ALICE, BOB, CAROL
-from test_request_object import ObjectTestCase, fd_targets, note, proc_kib
+from test_request_object import ObjectTestCase, fd_targets, note, poll_until, proc_kib
 from xhrpc import RPCError
 
 MIB = 1 << 20
@@ -142,6 +143,11 @@ class Abuse(ObjectTestCase):
         self.assertMemoryBounded("slow clients")
 
     def test_a_client_that_never_reads(self):
+        # The server stops reading a connection's calls while more than 4 MiB of its
+        # replies wait (RPCConnection's pauseReadingBytes) and closes it only past 64 MiB
+        # (maxOutboundBytes). Asking for a body through a 1 MiB buffer adds at most one
+        # buffer's base64 per read, far from 64 MiB: such a client is slowed, never
+        # closed, and every call it made is answered once it reads.
         lazy = socket.create_connection(("127.0.0.1", self.server.tcp_port), timeout=10)
         self.addCleanup(lazy.close)
         lazy.sendall(line(req("auth", 1, {"token": ALICE["token"]})) +
@@ -149,30 +155,67 @@ class Abuse(ObjectTestCase):
                      line(req("open", 3, {"request": "big", "method": "GET", "url": self.url("/bytes/%d" % (64 * MIB)),
                                           "subscribe": False})) +
                      line(req("send", 4, {"request": "big"})))
-        # Ask for the body again and again without ever reading a reply.
+        # Ask for the body again and again without reading a reply, until the socket has
+        # taken nothing for 2 s: the server stopped reading (a server that kept reading
+        # would make room again, and close the connection at 64 MiB of replies).
         lazy.setblocking(False)
         ask = line(req("getReceiveBuffer", 5, {"request": "big"}))
-        closed = False
+        sent = 0
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not closed:
+        for rounds in range(1_000_000):
+            self.assertLess(time.monotonic(), deadline, "the server still read calls after 60 s")
+            _, writable, _ = select.select([], [lazy], [], 2)
+            if not writable:
+                break
             try:
-                lazy.send(ask * 16)
+                sent += lazy.send(ask * 16)
             except BlockingIOError:
-                time.sleep(0.01)
-            except OSError:
-                closed = True
-            if int(time.monotonic() * 10) % 10 == 0:
+                continue
+            except OSError as e:
+                self.fail("the server closed a client that only did not read (%s, after %d bytes of calls)" % (e, sent))
+            if rounds % 1000 == 0:
                 self.assertLess((self.rss_kib() - self.rss_before) / 1024, self.RSS_GROWTH_LIMIT_MIB)
+        else:
+            self.fail("a million sends and the socket never filled")
         self.assertServing("while a client does not read")
         self.assertMemoryBounded("a client that never reads")
-        # The server either closed it for not reading or still holds it paused; either
-        # way its queue is bounded. Closing our end releases its request.
+        with self.server.connect_as("carol") as admin:
+            self.assertEqual(admin.call("server.stats")["principals"]["alice"]["connections"], 1,
+                             "the client that does not read is still connected")
+        # Now it reads: the rest of a call cut in the middle goes out as room comes, and
+        # every call gets its answer on the connection it was kept on.
+        rest = ask[sent % len(ask):] if sent % len(ask) else b""
+        asks = (sent + len(rest)) // len(ask)
+        answers = {1: 0, 2: 0, 3: 0, 4: 0, 5: 0}
+        body_bytes = 0
+        buf = bytearray()
+        deadline = time.monotonic() + 60
+        while answers[5] < asks:
+            left = deadline - time.monotonic()
+            self.assertGreater(left, 0, "%d of %d answers within 60 s" % (answers[5], asks))
+            readable, writable, _ = select.select([lazy], [lazy] if rest else [], [], left)
+            if writable:
+                rest = rest[lazy.send(rest):]
+            if not readable:
+                continue
+            chunk = lazy.recv(1 << 20)
+            self.assertTrue(chunk, "closed after %d of %d answers" % (answers[5], asks))
+            buf += chunk
+            *lines, tail = buf.split(b"\n")
+            buf = bytearray(tail)
+            for raw in lines:
+                reply = json.loads(raw)
+                self.assertIn("result", reply, reply)
+                answers[reply["id"]] += 1
+                if reply["id"] == 5:
+                    body_bytes += reply["result"]["bytes"]
+        self.assertEqual(answers, {1: 1, 2: 1, 3: 1, 4: 1, 5: asks})
+        note("a client that did not read: %d calls (%.1f MiB) sent before the server stopped reading; "
+             "%.1f MiB of body in their answers" % (asks, sent / MIB, body_bytes / MIB))
+        # Closing our end releases its request.
         lazy.close()
         with self.server.connect_as("alice") as a:
-            deadline = time.monotonic() + 30
-            while a.call("list") and time.monotonic() < deadline:
-                time.sleep(0.05)
-            self.assertEqual(a.call("list"), [])
+            poll_until(lambda: a.call("list") == [], 30, "the request of the closed client released")
 
     def test_oversize_everything(self):
         a = self.server.connect_as("alice")
