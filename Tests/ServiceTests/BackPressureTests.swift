@@ -4,16 +4,25 @@ import Testing
 import TestSupport
 
 @Suite(.serialized) struct BackPressureTests {
-    /// With a 64 KiB buffer, a 6 MiB body only flows as the client reads it; read in
-    /// odd-sized pieces, it arrives byte-exact.
+    /// With a 64 KiB buffer, a 6 MiB body only flows as the client reads it: unread, the
+    /// bytes held stop at the limit, at most one libcurl write (16 KiB,
+    /// CURL_MAX_WRITE_SIZE) past it, and stay there while another 6 MiB download from
+    /// the same upstream goes through in full (the paused transfer's socket has bytes
+    /// waiting all that time, so a transfer that did not pause would take them). Then,
+    /// read in odd-sized pieces, it arrives byte-exact.
     @Test func fullBufferPausesAndDrainingResumes() throws {
-        try withServer({ $0.maxBufferBytes = 64 << 10 }) { server, up in
+        let limit = 64 << 10
+        try withServer({ $0.maxBufferBytes = limit }) { server, up in
             let c = try server.connect()
             let n = 6 << 20
             let r = try c.start(up.base + "/bytes/\(n)?seed=3")
-            _ = try c.waitNotification { $0["params"]?["stateName"] == "LOADING" }
-            usleep(200_000)
-            // Paused: far from done while nothing is read.
+            let held = try c.bufferedBytes(atLeast: limit)
+            #expect(held < limit + (16 << 10), "\(held) bytes held with a limit of \(limit)")
+            let witness = try c.start(up.base + "/bytes/\(n)?seed=4")
+            let other = try c.readBody(witness)
+            #expect(other.count == n)
+            #expect(FixturePattern.matches(other[...], at: 0, block: FixturePattern.block(seed: 4)))
+            #expect(try c.call("server.stats")["bufferedBytes"]?.int64Value == Int64(held))
             #expect(try c.call("getState", ["request": .string(r)])["stateName"] == "LOADING")
             let block = FixturePattern.block(seed: 3)
             var got = 0
@@ -47,7 +56,8 @@ import TestSupport
             let r = try c.start(up.base + "/drip/3000?chunk=100&delay=5")
             var reads = 0
             var body: [UInt8] = []
-            for _ in 0..<100_000 {
+            let deadline = Date().addingTimeInterval(60)
+            for _ in 0..<100_000 where Date() < deadline {
                 let chunk = try c.call("getReceiveBuffer", ["request": .string(r)])
                 let bytes = [UInt8](Data(base64Encoded: chunk["data"]?.stringValue ?? "") ?? Data())
                 if !bytes.isEmpty { reads += 1 }
@@ -81,5 +91,19 @@ import TestSupport
             }
             #expect(got == n)
         }
+    }
+}
+
+extension TestClient {
+    /// Polls `server.stats` until the caller's principal holds at least `atLeast` unread
+    /// bytes, and returns how many; throws `Timeout` after `timeout` s.
+    func bufferedBytes(atLeast: Int, timeout: Double = 30) throws -> Int {
+        let deadline = Date().addingTimeInterval(timeout)
+        for _ in 0..<100_000 where Date() < deadline {
+            let held = Int(try call("server.stats")["bufferedBytes"]?.int64Value ?? 0)
+            if held >= atLeast { return held }
+            usleep(2000)
+        }
+        throw Timeout()
     }
 }
