@@ -11,26 +11,25 @@ import Testing
 /// the loop nor breaks the next request to that host. Neither does a paused transfer
 /// whose socket has bytes waiting.
 @Suite struct IdleConnectionTests {
-    /// Loop turns in `seconds` of a loop that should be idle. An idle loop takes one turn
-    /// (the deadline) or a few; a level-triggered poll left armed on a closed socket
-    /// takes one per wake-up, thousands in 200 ms.
-    func turns(_ h: Harness, seconds: Double) throws -> Int {
-        let deadline = try Timer(loop: h.loop)
-        var expired = false
-        deadline.start(timeout: UInt64(seconds * 1000)) { expired = true }
-        var n = 0
-        while !expired {
-            h.loop.runOnce()
-            n += 1
-        }
-        deadline.close()
-        return n
+    /// Whether `events` (POLLIN, POLLOUT) are ready on `fd` now; a hang-up or an error
+    /// counts as ready, as epoll reports them whatever it was asked for.
+    static func ready(_ fd: Int32, _ events: Int16) -> Bool {
+        var p = pollfd(fd: fd, events: events, revents: 0)
+        return Glibc.poll(&p, 1, 0) > 0
     }
 
-    /// The most turns 200 ms of idleness may take: the deadline's, plus the turn that
-    /// sees the connection close, plus slack for close callbacks and libcurl timers (a
-    /// spinning loop takes over 100 000).
-    static let idleTurns = 20
+    /// The engine's descriptors whose poll is armed for events that are ready now. epoll
+    /// is level-triggered: each of them would wake the loop on every turn, so the loop
+    /// spins. Asked of the kernel with a zero timeout, so no time window decides it.
+    func spinning(_ h: Harness) -> [Int32] {
+        h.engine.watches.compactMap { $0 }.filter { w in
+            guard w.armed else { return false }
+            var events: Int16 = 0
+            if w.armedEvents.contains(.readable) { events |= Int16(POLLIN) }
+            if w.armedEvents.contains(.writable) { events |= Int16(POLLOUT) }
+            return IdleConnectionTests.ready(w.fd, events)
+        }.map(\.fd)
+    }
 
     func get(_ h: Harness, _ url: String) throws -> (Transfer, Recorder) {
         let (t, r) = try h.start(TransferRequest(url: url))
@@ -56,7 +55,9 @@ import Testing
         }
         #expect(w.starts == 2)
         #expect(server.accepted == 1 && server.requests == 6)
-        #expect(try turns(h, seconds: 0.2) <= IdleConnectionTests.idleTurns)
+        // Idle and armed for reading only: nothing wakes the loop.
+        #expect(w.armedEvents == .readable)
+        #expect(spinning(h) == [])
         server.close()
         #expect(try h.finish() == [])
     }
@@ -70,17 +71,16 @@ import Testing
         #expect(!w.watching && w.armed)
 
         server.closeConnections(reset: reset)
-        let idle = try turns(h, seconds: 0.2)
-        #expect(idle <= IdleConnectionTests.idleTurns, "the loop turned \(idle) times in 200 ms")
-        // The event was seen and the poll stopped; the socket stays libcurl's until it
-        // notices the connection is dead.
-        #expect(!w.armed)
+        // The event is seen and the poll stopped, so the closed socket cannot make the
+        // loop spin; the socket stays libcurl's until it notices the connection is dead.
+        #expect(h.run(seconds: 10) { !w.armed }, "the poll of the closed connection is still armed")
+        #expect(spinning(h) == [])
 
         let (second, r2) = try get(h, server.url("/b"))
         #expect(r2.succeeded && r2.bodyText == "ok", "\(String(describing: r2.failure))")
         #expect(second.metrics?.connectionsOpened == 1)
         #expect(server.accepted == 2 && server.requests == 2)
-        #expect(try turns(h, seconds: 0.2) <= IdleConnectionTests.idleTurns)
+        #expect(spinning(h) == [])
         server.close()
         #expect(try h.finish() == [])
     }
@@ -107,8 +107,15 @@ import Testing
         let (t, _) = try h.start(TransferRequest(url: h.url("/bytes/1000000?seed=3")), r)
         h.run(seconds: 10) { refused }
         #expect(t.isPaused)
-        let idle = try turns(h, seconds: 0.2)
-        #expect(idle <= IdleConnectionTests.idleTurns, "the loop turned \(idle) times in 200 ms")
+        // Bytes wait on the socket libcurl no longer watches, and its poll is stopped.
+        let stopped = h.run(seconds: 10) {
+            h.engine.watches.contains { w in
+                guard let w, !w.watching else { return false }
+                return !w.armed && IdleConnectionTests.ready(w.fd, Int16(POLLIN))
+            }
+        }
+        #expect(stopped, "no stopped poll on the paused transfer's socket with bytes waiting")
+        #expect(spinning(h) == [])
         t.resume()
         h.run(seconds: 10) { r.completions > 0 }
         #expect(r.succeeded)
