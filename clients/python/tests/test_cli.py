@@ -225,8 +225,10 @@ class Watch(CLICase):
                 lines.append(text)
         self.assertEqual(lines, ["watched OPENED", "watched SENT", "watched HEADERS_RECEIVED 200 OK",
                                  "watched LOADING 200 OK", "watched DONE 200 OK"])
-        proc.send_signal(signal.SIGINT)
-        proc.wait(RUN_DEADLINE)
+        # SIGTERM, not SIGINT: a shell without job control starts background commands
+        # with SIGINT ignored, and a test run may be such a command.
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(RUN_DEADLINE), -signal.SIGTERM)
 
 
 class OverTLSWithAToken(CLICase):
