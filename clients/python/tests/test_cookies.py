@@ -216,6 +216,20 @@ class CookiePersistenceTest(unittest.TestCase):
         self.assertIn("wider than 0600", server.stderr_text())
         self.stop(server)
 
+    def test_a_store_that_is_a_symbolic_link_is_not_loaded(self):
+        # Owned by the server's user and 0600, so only the link itself is wrong: whoever
+        # can write the state directory could point it at cookies of their choosing.
+        os.makedirs(self.state, mode=0o700)
+        planted = os.path.join(os.path.dirname(self.state), "planted.txt")
+        with open(planted, "w") as f:
+            f.write("127.0.0.1\tFALSE\t/\tFALSE\t%d\tplanted\t1\n" % (time.time() + 3600))
+        os.chmod(planted, 0o600)
+        os.symlink(planted, self.store)
+        server, c = self.start()
+        self.assertEqual(get_json(c, self.url("/cookies")), {})
+        self.assertIn("is a symbolic link", server.stderr_text())
+        self.stop(server)
+
     def test_a_corrupt_store_is_ignored_and_the_server_starts(self):
         os.makedirs(self.state, mode=0o700)
         with open(self.store, "wb") as f:

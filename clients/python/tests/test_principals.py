@@ -304,6 +304,24 @@ class AuthTimeout(ServerTestCase):
             self.assertEqual(ok.call("list"), [])
 
 
+class FailureLimit(ServerTestCase):
+    """The fifth failed auth itself closes the connection. Under the default 10 s auth
+    timeout (Authentication above) the timeout would close it as well; here it is two
+    minutes, so only the failure limit can."""
+
+    TCP = True
+    PRINCIPALS = (ALICE,)
+    SERVER_ARGS = ("--auth-timeout", "120")
+
+    def test_the_fifth_failure_closes_the_connection(self):
+        with self.server.connect_tcp() as c:
+            for i in range(5):
+                with self.assertRaises(RPCError) as e:
+                    c.call("auth", {"token": "guess-%d" % i})
+                self.assertEqual(e.exception.reason, "unauthenticated")
+            self.assertTrue(c.wait_closed(timeout=10), "still open after five failures")
+
+
 class UidPrincipal(ServerTestCase):
     """A principal given by uid: Unix peers with that uid act for it without a token."""
 
