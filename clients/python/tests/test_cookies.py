@@ -1,4 +1,4 @@
-"""Cookies (DESIGN.md §5, the seed's "HTTP Cookie Handling") through the real xhrpcd.
+"""Cookies (the README's cookie section) through the real xhrpcd.
 
 One jar per principal, shared by all of its requests: a cookie set by one request is
 sent by the next. ``disableCookieHandling`` takes one request out of it (it neither

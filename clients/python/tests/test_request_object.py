@@ -1,4 +1,4 @@
-"""The request object (DESIGN.md §4–§5) beyond test_requests.py: large and slow bodies with
+"""The request object (api/openrpc.json, the README) beyond test_requests.py: large and slow bodies with
 the server's memory and descriptors measured, every abort state, re-open, failures,
 concurrency, subscriptions, sync mode, fetch limits and sendWithFile confinement.
 
@@ -491,7 +491,7 @@ class AbortInEveryState(ObjectTestCase):
         self.need("create", "open", "send", "abort")
         c = self.connect()
         # The head arrives at once; the first body byte only after 60 s. HEADERS_RECEIVED
-        # is due when the head is in (DESIGN.md §4, XMLHttpRequest), not at the first byte.
+        # is due when the head is in (api/openrpc.json, as XMLHttpRequest), not at the first byte.
         self.start_request(c, "h", self.url("/drip/10?chunk=1&hold=60000&delay=0"))
         try:
             self.assertNextMessages(c, [state_change("h", 3)], timeout=10)

@@ -1,9 +1,9 @@
-"""The request object (DESIGN.md §4) driven through the real server against the fixture upstream.
+"""The request object (api/openrpc.json) driven through the real server against the fixture upstream.
 
 Each test names the methods it needs; one that ``rpc.discover`` does not list fails the
 test, naming it: a method api/openrpc.json documents and the server does not offer is
 a bug, not a reason to skip.
-Expectations follow DESIGN.md §4 and api/openrpc.json; where those are silent the
+Expectations follow api/openrpc.json and the README; where those are silent the
 test follows XMLHttpRequest (status 0 and an empty status text before
 HEADERS_RECEIVED), and says so.
 """
