@@ -18,25 +18,25 @@ struct PrincipalTable {
         var owner: Principal?
         for c in config.principals {
             guard PrincipalConfig.isValidName(c.name) else {
-                throw StartupError(description: "principal '\(c.name)': a name is 1 to 64 of A-Z a-z 0-9 . _ - and does not start with a dot")
+                throw StartupError.invalidPrincipalName(c.name)
             }
             guard c.name != Self.ownerName else {
-                throw StartupError(description: "principal 'local' is the built-in socket owner's; give it another name and \"uid\": \(serverUID)")
+                throw StartupError.reservedPrincipalName(serverUID: serverUID)
             }
-            guard byName[c.name] == nil else { throw StartupError(description: "principal '\(c.name)' is declared twice") }
+            guard byName[c.name] == nil else { throw StartupError.duplicatePrincipal(c.name) }
             guard c.tokenHash != nil || c.uid != nil else {
-                throw StartupError(description: "principal '\(c.name)' needs a \"tokenSha256\" or a \"uid\" to be reachable")
+                throw StartupError.unreachablePrincipal(c.name)
             }
             let p = try Principal(name: c.name, isAdmin: c.isAdmin, limits: c.limits)
             byName[c.name] = p
             if let uid = c.uid {
-                guard byUID[uid] == nil else { throw StartupError(description: "uid \(uid) is given to two principals") }
+                guard byUID[uid] == nil else { throw StartupError.duplicateUID(uid) }
                 byUID[uid] = p
                 if uid == serverUID { owner = p }
             }
             if let digest = c.tokenHash {
                 guard !tokens.contains(where: { TokenDigest.equal($0.digest, digest) }) else {
-                    throw StartupError(description: "principal '\(c.name)' has the same token as another principal")
+                    throw StartupError.duplicateToken(principal: c.name)
                 }
                 tokens.append((digest, p))
             }
@@ -50,20 +50,14 @@ struct PrincipalTable {
     }
 }
 
-/// A connection that has not proved who it is yet. It may call `auth` and
-/// `rpc.discover`, nothing else. Failed attempts are answered one at a time, each after
-/// the delay, so a guesser gets one answer a second per connection; the connection is
-/// closed after `maxFailures` of them, or when `authTimeout` passes without success.
+/// A connection that has not proved who it is yet: its `AuthenticationMachine` and the
+/// timers of its failure delays and of its deadline. It may call `auth` and
+/// `rpc.discover`, nothing else, and is closed when `authTimeout` passes without success.
 final class PendingAuthentication {
-    static let maxFailures = 5
-    /// Attempts waiting behind a failure's delay; more are refused at once.
-    static let maxQueued = 8
+    typealias Attempt = (call: RPCCall, token: String)
+    typealias Machine = AuthenticationMachine<Attempt>
 
-    var failures = 0
-    /// `auth` calls not yet judged, oldest first; the head is judged when no failure's
-    /// answer is pending.
-    var queue: [(call: RPCCall, token: String)] = []
-    var delayPending = false
+    var machine = Machine()
     private var timers: [EventLoop.Timer] = []
 
     func keep(_ t: EventLoop.Timer) { timers.append(t) }
@@ -74,8 +68,8 @@ final class PendingAuthentication {
     }
 
     /// Authentication succeeded or the connection closed: no timer of it may fire any
-    /// more. Attempts still queued are left to the caller (answered, or dropped with
-    /// the connection).
+    /// more. Attempts still queued are judged by the machine's next rounds (answered
+    /// that the connection is authenticated), or dropped with the connection.
     func stopTimers() {
         for t in timers { t.close() }
         timers = []
@@ -93,10 +87,10 @@ extension Server {
         case .tcp(let h, _), .tls(let h, _): host = h
         }
         guard ListenAddress.isLoopback(host) else {
-            throw StartupError(description: "refusing to listen on \(address): TCP on a non-loopback address needs principals with tokens (the config file's \"principals\"); see the README's Security section")
+            throw StartupError.tcpNeedsTokens(address)
         }
         guard config.insecureTCP else {
-            throw StartupError(description: "refusing to listen on \(address) without principals: declare principals with tokens in the config file (\"principals\"), or pass --insecure-tcp to let every local TCP client act as the socket owner")
+            throw StartupError.tcpNeedsPrincipals(address)
         }
     }
 
@@ -122,7 +116,7 @@ extension Server {
             pending?.forget(deadline)
             guard let conn, conn.context is PendingAuthentication else { return }
             logger.notice("closing \(conn.peerDescription): not authenticated within \(config.authTimeout) s")
-            let err = RPCError.app(.unauthenticated, "Not authenticated within \(config.authTimeout) seconds; the connection is closed")
+            let err = ServiceError.authTimedOut(after: config.authTimeout)
             conn.send(["jsonrpc": "2.0", "error": err.json, "id": .null])
             conn.closeAfterFlush()
         }
@@ -132,7 +126,7 @@ extension Server {
     func admit(_ call: RPCCall) throws {
         guard !(call.peer.context is ClientSession) else { return }
         guard call.method == "auth" || call.method == "rpc.discover" else {
-            throw RPCError.app(.unauthenticated, "Authenticate first: call auth {\"token\": ...}")
+            throw ServiceError.authenticateFirst
         }
     }
 
@@ -152,68 +146,82 @@ extension Server {
             guard let pending = call.peer.context as? PendingAuthentication else {
                 throw RPCError.internalError("the connection has no authentication state")
             }
-            guard pending.queue.count < PendingAuthentication.maxQueued else {
-                throw RPCError.app(.limitExceeded, "Too many auth attempts waiting; wait for their answers",
-                                   ["limit": "authQueue", "max": .int(Int64(PendingAuthentication.maxQueued))])
-            }
-            pending.queue.append((call, token))
-            judgeNext(pending)
+            perform(pending.machine.received((call, token)), for: pending)
             return .deferred
         }
     }
 
-    /// Judges the oldest waiting `auth` unless a failure's answer is still due.
-    private func judgeNext(_ pending: PendingAuthentication) {
-        while !pending.delayPending, !pending.queue.isEmpty {
-            let (call, token) = pending.queue.removeFirst()
-            guard let conn = call.peer as? RPCConnection, conn.isOpen else { continue }
-            if let s = conn.context as? ClientSession {
-                call.fail(alreadyAuthenticated(s))
-                continue
-            }
-            let digest = TokenDigest.sha256(token)
-            // Every digest is compared, so the time taken does not say which one matched.
-            var match: Principal?
-            for entry in principalTable.tokens where TokenDigest.equal(entry.digest, digest) { match = entry.principal }
-            if let p = match {
-                do {
-                    try makeRoomForConnection(p)
-                } catch {
-                    call.fail(error)
-                    continue
-                }
-                endPending(pending, of: conn)
-                conn.context = ClientSession(connection: conn, principal: p)
-                logger.info("\(conn.peerDescription) authenticated as '\(p.name)'")
-                call.reply(["principal": .string(p.name), "admin": .bool(p.isAdmin)])
-                // Attempts queued behind this one find the connection authenticated and
-                // are answered so by the next rounds of this loop.
-                continue
-            }
-            authFailures += 1
-            pending.failures += 1
-            logger.warning("failed auth from \(conn.peerDescription) (\(pending.failures) on this connection, \(authFailures) in all)")
-            pending.delayPending = true
-            guard let timer = try? EventLoop.Timer(loop: loop) else {
-                call.fail(authFailed)
+    /// Does what the connection's `AuthenticationMachine` asks, feeding the outcomes
+    /// back to it.
+    private func perform(_ actions: [PendingAuthentication.Machine.Action], for pending: PendingAuthentication) {
+        for action in actions {
+            switch action {
+            case .refuseQueueFull(let attempt):
+                let max = PendingAuthentication.Machine.maxQueued
+                attempt.call.fail(ServiceError.limitExceeded("authQueue", max: max,
+                                                             "Too many auth attempts waiting; wait for their answers"))
+            case .judge(let attempt):
+                perform(pending.machine.judged(attempt, judge(attempt)), for: pending)
+            case .startFailureDelay(let attempt):
+                startFailureDelay(attempt, for: pending)
+            case .answerFailure(let attempt):
+                attempt.call.fail(authFailed)  // counted as an anonymous error by `count`
+            case .close(let attempt):
+                guard let conn = attempt.call.peer as? RPCConnection else { continue }
+                logger.notice("closing \(conn.peerDescription): \(pending.machine.failures) failed auth attempts")
                 conn.closeAfterFlush()
-                return
-            }
-            pending.keep(timer)
-            timer.start(timeout: UInt64(config.authFailureDelay * 1000)) { [weak pending, weak conn, unowned self] in
-                guard let pending, let conn else { return }
-                pending.forget(timer)
-                pending.delayPending = false
-                call.fail(authFailed)  // counted as an anonymous error by `count`
-                if pending.failures >= PendingAuthentication.maxFailures {
-                    logger.notice("closing \(conn.peerDescription): \(pending.failures) failed auth attempts")
-                    conn.closeAfterFlush()
-                    return
-                }
-                judgeNext(pending)
             }
         }
     }
+
+    /// Compares an attempt's token with every principal's, and answers it unless the
+    /// token is wrong (that answer waits for the failure delay).
+    private func judge(_ attempt: PendingAuthentication.Attempt) -> PendingAuthentication.Machine.Outcome {
+        let call = attempt.call
+        guard let conn = call.peer as? RPCConnection, conn.isOpen else { return .answered }
+        if let s = conn.context as? ClientSession {
+            call.fail(alreadyAuthenticated(s))
+            return .answered
+        }
+        let digest = TokenDigest.sha256(attempt.token)
+        // Every digest is compared, so the time taken does not say which one matched.
+        var match: Principal?
+        for entry in principalTable.tokens where TokenDigest.equal(entry.digest, digest) { match = entry.principal }
+        guard let p = match else {
+            authFailures += 1
+            logger.warning("failed auth from \(conn.peerDescription) (\((pending(conn)?.machine.failures ?? 0) + 1) on this connection, \(authFailures) in all)")
+            return .wrongToken
+        }
+        do {
+            try makeRoomForConnection(p)
+        } catch {
+            call.fail(error)
+            return .answered
+        }
+        if let pending = pending(conn) { endPending(pending, of: conn) }
+        conn.context = ClientSession(connection: conn, principal: p)
+        logger.info("\(conn.peerDescription) authenticated as '\(p.name)'")
+        call.reply(["principal": .string(p.name), "admin": .bool(p.isAdmin)])
+        return .answered
+    }
+
+    /// Holds a wrong token's answer for the failure delay.
+    private func startFailureDelay(_ attempt: PendingAuthentication.Attempt, for pending: PendingAuthentication) {
+        guard let timer = try? EventLoop.Timer(loop: loop) else {
+            attempt.call.fail(authFailed)
+            (attempt.call.peer as? RPCConnection)?.closeAfterFlush()
+            return
+        }
+        pending.keep(timer)
+        let conn = attempt.call.peer as? RPCConnection
+        timer.start(timeout: UInt64(config.authFailureDelay * 1000)) { [weak pending, weak conn, unowned self] in
+            guard let pending, conn != nil else { return }
+            pending.forget(timer)
+            perform(pending.machine.delayEnded(attempt), for: pending)
+        }
+    }
+
+    private func pending(_ conn: RPCConnection) -> PendingAuthentication? { conn.context as? PendingAuthentication }
 
     /// `conn` stops waiting for `auth` (it succeeded, or the connection closed): the
     /// timers stop, and what it exchanged so far counts as an anonymous connection's.
@@ -224,11 +232,8 @@ extension Server {
     }
 
     private func alreadyAuthenticated(_ s: ClientSession) -> RPCError {
-        .app(.invalidState, "This connection already acts for principal '\(s.principal.name)'",
-             ["principal": .string(s.principal.name)])
+        ServiceError.alreadyAuthenticated(as: s.principal.name)
     }
 
-    private var authFailed: RPCError {
-        .app(.unauthenticated, "Unknown token; after \(PendingAuthentication.maxFailures) failures the connection is closed")
-    }
+    private var authFailed: RPCError { ServiceError.unknownToken(maxFailures: PendingAuthentication.Machine.maxFailures) }
 }

@@ -13,21 +13,21 @@ enum ConfinedPath {
     /// `forbidden` when it lies outside `root`.
     static func resolve(_ path: String, root: String, rootName: String) throws(RPCError) -> String {
         guard let realRoot = realPath(root) else {
-            throw .app(.fileError, "The \(rootName) \(root) does not exist")
+            throw ServiceError.fileError("The \(rootName) \(root) does not exist")
         }
         let candidate = path.hasPrefix("/") ? path : realRoot + "/" + path
         guard let real = realPath(candidate) else {
-            throw .app(.fileError, "No readable file at '\(path)' below the \(rootName)", ["path": .string(path)])
+            throw ServiceError.fileError("No readable file at '\(path)' below the \(rootName)", path: path)
         }
         guard real.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/") else {
-            throw .app(.forbidden, "'\(path)' is outside the \(rootName)", ["path": .string(path)])
+            throw ServiceError.outsideRoot(path, rootName: rootName)
         }
         var st = stat()
         guard stat(real, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            throw .app(.fileError, "'\(path)' is not a regular file", ["path": .string(path)])
+            throw ServiceError.fileError("'\(path)' is not a regular file", path: path)
         }
         guard access(real, R_OK) == 0 else {
-            throw .app(.fileError, "'\(path)' is not readable by the server", ["path": .string(path)])
+            throw ServiceError.fileError("'\(path)' is not readable by the server", path: path)
         }
         return real
     }

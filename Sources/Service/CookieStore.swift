@@ -35,7 +35,7 @@ struct CookieStore {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
-                throw StartupError(description: "--state-dir \(directory) is not a directory; name a directory (it is created 0700 if missing)")
+                throw StartupError.stateDirNotADirectory(directory)
             }
             return
         }
@@ -43,7 +43,7 @@ struct CookieStore {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw StartupError(description: "cannot create --state-dir \(directory): \(error.localizedDescription)")
+            throw StartupError.stateDirUnusable(directory, reason: error.localizedDescription)
         }
     }
 

@@ -10,17 +10,18 @@ import JSONRPC
 ///
 /// Lifetime: the principal's table holds it from `create` to `release`, or until the
 /// connection that created it closes (unless it was detached first), or until it has
-/// gone unused for the request TTL (`RequestLifetime`). The engine's `cancel` guarantees that no event
+/// gone unused for the request TTL (`ObjectLifetime`). The engine's `cancel` guarantees that no event
 /// of a stopped transfer arrives afterwards, so a late completion of a transfer that
 /// `open` or `abort` replaced is never reported.
-final class HTTPRequest: TransferDelegate {
+final class HTTPRequest: SessionObject, TransferDelegate {
+    static let kind = "request"
     let handle: String
     unowned let principal: Principal
     /// The connection that created it; its requests end with it.
     weak var creator: ClientSession?
-    private unowned let server: Server
-    private var settings: RequestSettings { server.requestSettings }
-    private var hub: NotificationHub { server.hub }
+    private unowned let env: ObjectEnvironment
+    private var settings: RequestSettings { env.requestSettings }
+    private var hub: NotificationHub { env.hub }
 
     private var machine = RequestStateMachine()
     var state: RequestState { machine.state }
@@ -81,19 +82,27 @@ final class HTTPRequest: TransferDelegate {
     var progressPending = false
 
     /// When a call last named this request, or it last changed state, on the server's
-    /// clock: `RequestLifetime` releases it when that is `--request-ttl` ago.
+    /// clock: `ObjectLifetime` releases it when that is `--request-ttl` ago.
     private(set) var lastUsed: Double
 
-    init(handle: String, principal: Principal, creator: ClientSession?, server: Server) {
+    init(handle: String, principal: Principal, creator: ClientSession?, environment: ObjectEnvironment) {
         self.handle = handle
         self.principal = principal
         self.creator = creator
-        self.server = server
-        lastUsed = server.config.clock.now()
+        self.env = environment
+        lastUsed = environment.clock.now()
     }
 
     /// Restarts the idle time that expires the request.
-    func touch() { lastUsed = server.config.clock.now() }
+    func touch() { lastUsed = env.clock.now() }
+
+    /// Not in flight: UNSENT, OPENED or DONE.
+    var isIdle: Bool { !state.isInFlight }
+
+    var listEntry: JSONValue {
+        ["request": .string(handle), "state": .int(Int64(state.rawValue)), "stateName": .string(state.name),
+         "method": .string(method), "url": .string(displayURL), "status": .int(Int64(status))]
+    }
 
     // MARK: Calls
 
@@ -158,7 +167,7 @@ final class HTTPRequest: TransferDelegate {
         request.verifyHost = verifyHost
         request.clientCertificate = clientCertificate
         request.pinnedPublicKey = pinnedPublicKey
-        request.proxy = proxy ?? (principal.secureCommunication ? server.config.egressProxy : nil)
+        request.proxy = proxy ?? (principal.secureCommunication ? env.egressProxy : nil)
         if handlesCookies { request.cookieJar = principal.cookieJar }
         switch body {
         case .none where !postValues.isEmpty:
@@ -175,7 +184,7 @@ final class HTTPRequest: TransferDelegate {
         }
         let t = Transfer(request: request, delegate: self)
         do {
-            try server.engine.start(t)
+            try env.engine.start(t)
         } catch let e as TransferFailure {
             throw RPCError.invalidParams("cannot send: \(e.text)")
         } catch {
@@ -203,7 +212,7 @@ final class HTTPRequest: TransferDelegate {
     /// host verification, following redirects), so the next send verifies again.
     func close() -> Bool {
         guard state == .done, let t = lastTransfer else { return false }
-        server.engine.closeConnections(usedBy: t)
+        env.engine.closeConnections(usedBy: t)
         lastTransfer = nil
         verifyPeer = true
         verifyHost = true
@@ -243,13 +252,12 @@ final class HTTPRequest: TransferDelegate {
                 n = length
                 text = String(decoding: chunk.prefix(length), as: UTF8.self)
             case .invalid(let offset):
-                throw RPCError.app(.invalidState, "The body is not UTF-8 at byte \(offset) of what is unread; read it as base64",
-                                   ["offset": .int(Int64(offset))])
+                throw ServiceError.bodyNotUTF8(at: offset)
             }
         }
         consumeBody(n)
         budgetFreed()
-        if body.isEmpty { server.drainMayHaveEnded() }
+        if body.isEmpty { env.objectMayHaveSettled() }
         return [
             "data": .string(text), "encoding": .string(encoding.rawValue), "bytes": .int(Int64(n)),
             "done": .bool(state == .done && body.isEmpty),
@@ -282,8 +290,7 @@ final class HTTPRequest: TransferDelegate {
     }
 
     func misuse(_ method: String, allowed: String) -> RPCError {
-        .app(.invalidState, "\(method) is allowed in \(allowed) only; the request is \(state.name)",
-             ["state": .int(Int64(state.rawValue)), "stateName": .string(state.name)])
+        ServiceError.misuse(method, allowed: allowed, state: state)
     }
 
     // MARK: Performing the machine's actions
@@ -295,7 +302,7 @@ final class HTTPRequest: TransferDelegate {
                 touch()
                 if s == .done { hub.flushProgress(of: self) }
                 // Reaching DONE ends a transfer; `open` discards unread bytes.
-                server.drainMayHaveEnded()
+                env.objectMayHaveSettled()
                 hub.stateChanged(self, to: s)
                 if s == .done, let done = onDone {
                     onDone = nil
@@ -303,7 +310,7 @@ final class HTTPRequest: TransferDelegate {
                 }
             case .cancelTransfer:
                 if let t = transfer {
-                    server.engine.cancel(t)
+                    env.engine.cancel(t)
                     transferEnded(t)
                 }
                 transfer = nil
@@ -373,7 +380,7 @@ final class HTTPRequest: TransferDelegate {
     /// transfer from inside its callback: the transfer is paused now (the `false`
     /// returned) and ended on the next turn.
     private func fail(_ t: Transfer, _ text: String) -> Bool {
-        server.soon { [weak self] in
+        env.soon { [weak self] in
             guard let self, transfer === t else { return }
             perform([.cancelTransfer] + machine.failed(text))
         }
@@ -426,7 +433,7 @@ final class HTTPRequest: TransferDelegate {
     /// A transfer stopped for good; if it used the jar, it may have stored cookies.
     private func transferEnded(_ t: Transfer) {
         principal.usage.httpBytesSent += UInt64(max(0, progress.uploaded))
-        if t.request.cookieJar != nil { server.cookies.jarMayHaveChanged(principal) }
+        if t.request.cookieJar != nil { env.cookiesMayHaveChanged(for: principal) }
     }
 
     /// Marks the current progress as reported and returns the upload delta since the

@@ -20,19 +20,18 @@ final class NotificationHub {
 
     func close() { timer.close() }
 
-    /// The sessions that receive `kind` events of `request`, each once.
-    private func recipients(of request: HTTPRequest, _ kind: EventKind) -> [ClientSession] {
+    /// The sessions that receive `kind` events of `object` — its opener (for state
+    /// changes) and its principal's subscribers — each once. The one notification path
+    /// of every kind of object.
+    func recipients(of object: any SessionObject, _ kind: EventKind) -> [ClientSession] {
         var seen = Set<ObjectIdentifier>()
         var out: [ClientSession] = []
         func add(_ s: ClientSession?) {
             guard let s, s.connection.isOpen, seen.insert(ObjectIdentifier(s)).inserted else { return }
             out.append(s)
         }
-        if kind == .stateChange { add(request.opener) }
-        for sub in request.principal.subscriptions.values
-        where (sub.request == nil || sub.request == request.handle) && sub.events.contains(kind) {
-            add(sub.session)
-        }
+        if kind == .stateChange { add(object.opener) }
+        for sub in object.principal.subscriptions.values where sub.covers(object, kind) { add(sub.session) }
         return out
     }
 
@@ -68,8 +67,9 @@ final class NotificationHub {
         report(request)
     }
 
-    /// Drops a released request's pending report.
-    func forget(_ request: HTTPRequest) {
+    /// Drops a released object's pending report.
+    func forget(_ object: any SessionObject) {
+        guard let request = object as? HTTPRequest else { return }
         marked[ObjectIdentifier(request)] = nil
         request.progressPending = false
     }

@@ -9,7 +9,9 @@ final class Principal {
     let name: String
     let isAdmin: Bool
     let limits: PrincipalLimits
-    private(set) var requests: [String: HTTPRequest] = [:]
+    /// Every object the principal's connections created and have not released, of
+    /// every kind, by handle (`SessionObject`).
+    private(set) var objects: [String: any SessionObject] = [:]
     /// Subscriptions made by this principal's connections, by id.
     var subscriptions: [String: Subscription] = [:]
     /// Whether this principal's requests go through the server's egress proxy
@@ -42,17 +44,28 @@ final class Principal {
         cookieJar = try CookieJar()
     }
 
-    func request(_ handle: String) throws(RPCError) -> HTTPRequest {
-        guard let r = requests[handle] else {
-            throw .app(.unknownHandle, "No request '\(handle)'; create it first", ["request": .string(handle)])
+    /// The principal's object of kind `T` named `handle`; `unknown_handle` when it has
+    /// none by that name (another principal's objects are not looked at), or when the
+    /// name is an object of another kind.
+    func object<T: SessionObject>(_ handle: String, as _: T.Type = T.self) throws(RPCError) -> T {
+        guard let o = objects[handle] as? T else {
+            throw ServiceError.unknownObject(kind: T.kind, handle)
         }
-        return r
+        return o
     }
 
-    func add(_ r: HTTPRequest) { requests[r.handle] = r }
+    func request(_ handle: String) throws(RPCError) -> HTTPRequest { try object(handle) }
+
+    /// The principal's objects of kind `T`.
+    func objects<T: SessionObject>(of _: T.Type) -> [T] { objects.values.compactMap { $0 as? T } }
+
+    /// The principal's requests.
+    var requests: [HTTPRequest] { objects(of: HTTPRequest.self) }
+
+    func add(_ o: any SessionObject) { objects[o.handle] = o }
 
     func remove(_ handle: String) {
-        if let r = requests.removeValue(forKey: handle) { waitingForBudget[ObjectIdentifier(r)] = nil }
+        if let o = objects.removeValue(forKey: handle) { waitingForBudget[ObjectIdentifier(o)] = nil }
     }
 
     // MARK: Limits
@@ -61,8 +74,7 @@ final class Principal {
     /// (named as in the config file, so the client and the operator speak of the same thing).
     func check(_ limit: String, current: Int, max: Int, _ what: String) throws(RPCError) {
         guard current >= max else { return }
-        throw .app(.limitExceeded, "\(what): principal '\(name)' is at its limit of \(max)",
-                   ["limit": .string(limit), "max": .int(Int64(max))])
+        throw ServiceError.limitExceeded(limit, max: max, "\(what): principal '\(name)' is at its limit of \(max)")
     }
 
     /// Refuses one more connection past the principal's limit (at accept for a Unix
@@ -100,12 +112,13 @@ final class Principal {
     }
 }
 
-/// The service's state for one connection: its principal, the requests it created
+/// The service's state for one connection: its principal, the objects it created
 /// (released when it closes) and the subscriptions it holds.
 final class ClientSession {
     unowned let connection: RPCConnection
     let principal: Principal
-    var createdRequests: Set<String> = []
+    /// Handles of the objects it created, of every kind.
+    var createdObjects: Set<String> = []
     var subscriptionIDs: Set<String> = []
     /// `fetch` calls under way: their request objects live here (they are in no table)
     /// until they are answered, or until the connection closes.
@@ -140,19 +153,24 @@ enum EventKind: String, CaseIterable {
     case stateChange, progress
 }
 
-/// A subscription: one request of the principal, or all of them (present and future),
+/// A subscription: one object of the principal, or all of them (present and future),
 /// for some events, delivered to the connection that made it.
 final class Subscription {
     let id: String
     weak var session: ClientSession?
-    /// nil: every request of the principal.
-    let request: String?
+    /// nil: every object of the principal.
+    let handle: String?
     let events: Set<EventKind>
 
-    init(id: String, session: ClientSession, request: String?, events: Set<EventKind>) {
+    init(id: String, session: ClientSession, handle: String?, events: Set<EventKind>) {
         self.id = id
         self.session = session
-        self.request = request
+        self.handle = handle
         self.events = events
+    }
+
+    /// Whether it asked for `kind` events of `object`.
+    func covers(_ object: any SessionObject, _ kind: EventKind) -> Bool {
+        (handle == nil || handle == object.handle) && events.contains(kind)
     }
 }

@@ -59,7 +59,7 @@ public struct PrincipalConfig: Sendable, Equatable {
     /// Names are used in file names (the cookie store) and logs: 1 to 64 of
     /// A-Z a-z 0-9 . _ -, not starting with a dot. "local" is the socket owner's.
     public static func isValidName(_ name: String) -> Bool {
-        !name.hasPrefix(".") && RequestName.isPlainName(name, maxBytes: 64, also: "._-")
+        !name.hasPrefix(".") && ObjectName.isPlainName(name, maxBytes: 64, also: "._-")
     }
 }
 

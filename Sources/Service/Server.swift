@@ -34,24 +34,24 @@ public final class Server {
     let cookies: CookiePersistence
     /// Expires unused requests and keeps detached ones (`detach`, `attach`). Lazy only
     /// because it refers back to the server; its timer is made in `init`.
-    private(set) lazy var lifetime = RequestLifetime(server: self, timer: sweepTimer, config: config)
+    private(set) lazy var lifetime = ObjectLifetime(server: self, timer: sweepTimer, config: config)
     private let sweepTimer: EventLoop.Timer
     let startedAt = Date()
 
-    private var listeners: [(address: ListenAddress, listener: Listener)] = []
+    var listeners: [(address: ListenAddress, listener: Listener)] = []
     private(set) var connections: [UInt64: RPCConnection] = [:]
     /// Connections answered with a refusal and closing once it is out (a TLS one after
     /// its handshake): a shutdown closes them at once rather than wait for them.
-    private var refused: [UInt64: RPCConnection] = [:]
+    var refused: [UInt64: RPCConnection] = [:]
     private var nextConnectionID: UInt64 = 1
     public private(set) var totalConnections: UInt64 = 0
 
-    /// Where a stop stands. Serving → draining (listeners closed, transfers finish,
-    /// clients read) → closing (what is left aborted, connections closed) → done.
-    enum Phase {
-        case serving, draining, closing
-    }
-    private(set) var phase = Phase.serving
+    /// Where a graceful stop stands (`Server+Shutdown.swift`).
+    var shutdownMachine = ShutdownMachine()
+    var shutdownDone: (() -> Void)?
+    var drainDeadline: EventLoop.Timer?
+    var drainCheckScheduled = false
+    var closeDeadline: EventLoop.Timer?
 
     public init(config: ServerConfig, loop: Loop, logger: Logger) throws {
         self.config = config
@@ -134,12 +134,12 @@ public final class Server {
     private func makeTLSContext() throws -> TLSContext? {
         guard let first = config.listen.first(where: { if case .tls = $0 { true } else { false } }) else { return nil }
         guard let certificate = config.tlsCertificateFile, let key = config.tlsKeyFile else {
-            throw StartupError(description: "refusing to listen on \(first): TLS needs a certificate and its key (--tls-cert FILE and --tls-key FILE, or the config keys \"tlsCert\" and \"tlsKey\")")
+            throw StartupError.tlsNeedsCertificate(first)
         }
         do {
             return try TLSContext(certificateFile: certificate, keyFile: key)
         } catch {
-            throw StartupError(description: "cannot listen on \(first): \(error.description)")
+            throw StartupError.tlsUnusable(first, reason: error.description)
         }
     }
 
@@ -166,15 +166,15 @@ public final class Server {
     /// it: the listeners use it (with a TLS stream for a tls: listener), and so does the
     /// fuzzer, which feeds one end of a socket pair with no network at all.
     public func adopt(_ stream: any ByteStream) {
-        guard phase == .serving else { stream.close(); return }
+        guard shutdownMachine.phase == .serving else { stream.close(); return }
         let id = nextConnectionID
         nextConnectionID += 1
         let conn = RPCConnection(id: id, stream: stream, dispatcher: dispatcher, limits: config.connection, logger: logger,
                                  coalescer: coalescer)
         if connections.count >= config.maxConnections { reapClosedConnections { _ in true } }
         if connections.count >= config.maxConnections {
-            refuse(conn, .app(.limitExceeded, "Too many connections (limit \(config.maxConnections)); try again later",
-                              ["limit": "maxConnections", "max": .int(Int64(config.maxConnections))]))
+            refuse(conn, ServiceError.limitExceeded("maxConnections", max: config.maxConnections,
+                                                    "Too many connections (limit \(config.maxConnections)); try again later"))
             return
         }
         if let p = identify(stream) {
@@ -237,35 +237,39 @@ public final class Server {
         let context = c.context
         c.context = nil
         if let pending = context as? PendingAuthentication { endPending(pending, of: c) }
-        guard let session = context as? ClientSession else { return }
+        if let session = context as? ClientSession { end(session) }
+        logger.debug("connection \(c.id) closed")
+        // Every connection counts for a stop, authenticated or not.
+        drainMayHaveEnded()
+        perform(shutdownMachine.connectionClosed(remaining: connections.count))
+    }
+
+    /// A client session ended with its connection: its subscriptions end, and the
+    /// objects it created (and did not detach) are released.
+    private func end(_ session: ClientSession) {
         session.end()
         for id in session.subscriptionIDs { session.principal.subscriptions[id] = nil }
-        for handle in session.createdRequests {
-            if let r = session.principal.requests[handle] { release(r) }
+        for handle in session.createdObjects {
+            if let o = session.principal.objects[handle] { release(o) }
         }
         let fetches = session.fetches.values
         session.fetches = [:]
         for r in fetches { r.release() }
-        logger.debug("connection \(c.id) closed")
-        switch phase {
-        case .serving: break
-        case .draining: drainMayHaveEnded()
-        case .closing: if connections.isEmpty { finishShutdown() }
-        }
     }
 
-    func release(_ r: HTTPRequest) {
-        r.release()
-        hub.forget(r)
-        r.principal.remove(r.handle)
-        r.creator?.createdRequests.remove(r.handle)
+    /// Ends an object of any kind and takes it out of the tables.
+    func release(_ o: any SessionObject) {
+        o.release()
+        hub.forget(o)
+        o.principal.remove(o.handle)
+        o.creator?.createdObjects.remove(o.handle)
         drainMayHaveEnded()
     }
 
     /// Refuses to start a transfer once a stop has begun: the drain waits for the
     /// transfers in flight, and new ones would keep it going.
     func checkAcceptingTransfers() throws(RPCError) {
-        guard phase == .serving else { throw .app(.invalidState, "the server is shutting down") }
+        guard shutdownMachine.acceptsTransfers else { throw ServiceError.shuttingDown }
     }
 
     /// Runs `body` on the next turn of the loop, outside whatever callback we are in.
@@ -276,145 +280,13 @@ public final class Server {
             body()
         }
     }
-
-    // MARK: Shutting down
-
-    private var shutdownDone: (() -> Void)?
-    private var drainDeadline: EventLoop.Timer?
-    private var drainCheckScheduled = false
-    private var closeDeadline: EventLoop.Timer?
-
-    /// Stops the server gracefully; `done` runs when no handle of the server is left.
-    ///
-    /// At once: the listeners close (Unix socket files are removed) and every client
-    /// hears `onShutdown {drainSeconds}`. Then the drain: connections keep being served
-    /// and transfers in flight go on, but no new one starts (sends and `fetch` are
-    /// refused). The drain ends when no transfer is in flight and no request holds
-    /// unread bytes, when every client has gone, or after `--drain-seconds`, whichever
-    /// comes first. Then what is left is aborted (its subscribers hear DONE), queued
-    /// replies go out, connections close, the cookies are saved and the engine stops.
-    ///
-    /// Calling it again during the drain ends the drain at once (an operator's second
-    /// SIGTERM); that call's `done` is not used, the first one's still runs.
-    public func shutdown(_ done: @escaping () -> Void) {
-        switch phase {
-        case .serving: break
-        case .draining:
-            logger.info("stopping now: the drain is cut short")
-            endDrain()
-            return
-        case .closing: return
-        }
-        phase = .draining
-        shutdownDone = done
-        for (address, listener) in listeners {
-            listener.close()
-            if case .unix(let path) = address { unlink(path) }
-        }
-        listeners = []
-        let drain = config.drainSeconds
-        for c in connections.values where c.context is ClientSession {
-            c.notify("onShutdown", ["drainSeconds": drain.secondsJSON])
-        }
-        // Nothing to wait for (no client, or a start that failed): no drain to speak of.
-        if drainIsComplete {
-            endDrain()
-            return
-        }
-        // Without its deadline a drain could last for ever: rather none at all.
-        guard let timer = try? EventLoop.Timer(loop: loop) else {
-            logger.error("no timer for the drain's deadline: stopping without a drain")
-            endDrain()
-            return
-        }
-        timer.start(timeout: UInt64(drain * 1000)) { [unowned self] in
-            logger.info("the drain reached its \(drain) s limit")
-            endDrain()
-        }
-        drainDeadline = timer
-        logger.info("draining: \(connections.count) connections, \(transfersInFlight) transfers in flight, up to \(drain) s")
-    }
-
-    /// Something that may end the drain happened (a request reached DONE or was read to
-    /// the end or released, a connection closed). The check runs on the next turn of
-    /// the loop: the event may come from inside a libcurl callback, where the transfers
-    /// that are left must not be aborted, and several events in one turn cost one check.
-    func drainMayHaveEnded() {
-        guard phase == .draining, !drainCheckScheduled else { return }
-        drainCheckScheduled = true
-        soon { [unowned self] in
-            drainCheckScheduled = false
-            if phase == .draining, drainIsComplete { endDrain() }
-        }
-    }
-
-    /// Transfers under way (requests in SENT, HEADERS_RECEIVED or LOADING, and `fetch`
-    /// calls not yet answered), from the principals' counts.
-    private var transfersInFlight: Int { principals.values.reduce(0) { $0 + $1.transfersInFlight } }
-
-    /// Nothing is left for the drain to wait for: every client has gone, or no transfer
-    /// is in flight and every request's body has been read (the principals' counts of
-    /// transfers and unread bytes cover `fetch` calls too).
-    private var drainIsComplete: Bool {
-        connections.isEmpty || principals.values.allSatisfy { $0.transfersInFlight == 0 && $0.bufferedBytes == 0 }
-    }
-
-    /// Aborts what the drain left (while the connections are still open, so that the
-    /// subscribers hear DONE and `fetch` callers get their answer), then closes the
-    /// connections once their replies are out.
-    private func endDrain() {
-        guard phase == .draining else { return }
-        phase = .closing
-        drainDeadline?.close()
-        drainDeadline = nil
-        var aborted = 0
-        for p in principals.values {
-            for r in p.requests.values where r.abort() { aborted += 1 }
-        }
-        for c in connections.values {
-            guard let s = c.context as? ClientSession else { continue }
-            for r in s.fetches.values where r.abort() { aborted += 1 }
-        }
-        if aborted > 0 || !connections.isEmpty {
-            logger.info("drain over: \(aborted) transfers aborted, closing \(connections.count) connections")
-        }
-        if connections.isEmpty { finishShutdown(); return }
-        for c in connections.values { c.closeAfterFlush() }
-        // Those with nothing queued closed at once, and the last close finished the
-        // shutdown: no deadline to wait for then.
-        guard !connections.isEmpty else { return }
-        // A client that never reads would hold the flush forever: give it a second.
-        let deadline = try? EventLoop.Timer(loop: loop)
-        deadline?.start(timeout: 1000) { [unowned self] in
-            deadline?.close()
-            closeDeadline = nil
-            for c in connections.values { c.close(reason: "shutting down") }
-        }
-        closeDeadline = deadline
-    }
-
-    private func finishShutdown() {
-        closeDeadline?.close()
-        closeDeadline = nil
-        for c in refused.values { c.close(reason: "shutting down") }
-        lifetime.close()
-        for p in principals.values {
-            for r in p.requests.values { release(r) }
-        }
-        // After the releases: their transfers have ended, so the jars hold all there is.
-        cookies.close()
-        hub.close()
-        coalescer.close()
-        engine.shutdown { [self] in
-            let done = shutdownDone
-            shutdownDone = nil
-            done?()
-        }
-    }
 }
 
-/// A reason the server cannot start, said so that the operator knows what to change.
-public struct StartupError: Error, CustomStringConvertible {
-    public let description: String
-    public init(description: String) { self.description = description }
+/// What objects see of the server (`ObjectEnvironment`).
+extension Server: ObjectEnvironment {
+    var clock: ServerClock { config.clock }
+    var egressProxy: ProxySettings? { config.egressProxy }
+    func cookiesMayHaveChanged(for principal: Principal) { cookies.jarMayHaveChanged(principal) }
+    func objectMayHaveSettled() { drainMayHaveEnded() }
 }
+

@@ -14,7 +14,7 @@ enum UnixSocketFile {
             chmod(path, mode_t(mode))
             return listener
         } catch let e as UVError {
-            throw StartupError(description: "cannot listen on unix:\(path): \(e.message) (\(e.name))")
+            throw StartupError.cannotListen(path: path, reason: "\(e.message) (\(e.name))")
         }
     }
 
@@ -24,10 +24,10 @@ enum UnixSocketFile {
         var st = stat()
         guard lstat(path, &st) == 0 else { return }
         guard (st.st_mode & S_IFMT) == S_IFSOCK else {
-            throw StartupError(description: "unix:\(path) exists and is not a socket; remove it or choose another path")
+            throw StartupError.notASocket(path: path)
         }
         if isLive(path) {
-            throw StartupError(description: "another server is listening on unix:\(path); stop it or choose another path")
+            throw StartupError.socketInUse(path: path)
         }
         unlink(path)
     }

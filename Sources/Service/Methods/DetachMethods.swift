@@ -3,7 +3,7 @@ import JSONRPC
 
 /// `detach` and `attach`: a client's requests outlive its connection, for a client
 /// that reconnects (a restarted process, a dropped socket) and reads on where it
-/// stopped. `RequestLifetime` keeps the detachments.
+/// stopped. `ObjectLifetime` keeps the detachments.
 extension Server {
     func registerDetachMethods() {
         registry.register("detach", params: []) { [unowned self] call in

@@ -25,7 +25,7 @@ extension Server {
             }
             let timeout = try p.optionalSeconds("timeout") ?? 0
 
-            let r = HTTPRequest(handle: "fetch", principal: s.principal, creator: nil, server: self)
+            let r = HTTPRequest(handle: "fetch", principal: s.principal, creator: nil, environment: self)
             r.failsWhenBufferFull = true
             r.open(method: method, url: url, async: true, user: nil, password: nil,
                    auth: .basic, opener: nil)

@@ -37,7 +37,7 @@ extension Server {
         registry.register("enableSecureCommunication", params: []) { [unowned self] call in
             let s = try session(call)
             guard config.egressProxy != nil else {
-                throw RPCError.app(.forbidden, "No egress proxy is configured; start the server with --egress-proxy http://host:port to offer secure communication")
+                throw ServiceError.needsConfiguration("No egress proxy is configured; start the server with --egress-proxy http://host:port to offer secure communication")
             }
             s.principal.secureCommunication = true
             return .result(true)

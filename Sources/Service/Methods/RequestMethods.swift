@@ -35,20 +35,19 @@ extension Server {
                                   "Too many requests held; release some first")
             let handle: String
             if let name = try call.params.optionalString("request") {
-                guard RequestName.isValid(name) else {
-                    throw RPCError.invalidParams("'request' must be 1 to 128 of A-Z a-z 0-9 . _ : - and not start with \(RequestName.generatedPrefix)")
+                guard ObjectName.isValid(name) else {
+                    throw RPCError.invalidParams("'request' must be 1 to 128 of A-Z a-z 0-9 . _ : - and not start with \(ObjectName.generatedPrefix)")
                 }
-                guard s.principal.requests[name] == nil else {
-                    throw RPCError.app(.alreadyExists, "A request named '\(name)' exists; release it or choose another name",
-                                       ["request": .string(name)])
+                guard s.principal.objects[name] == nil else {
+                    throw ServiceError.alreadyExists(kind: HTTPRequest.kind, name)
                 }
                 handle = name
             } else {
-                handle = RequestName.generate { s.principal.requests[$0] != nil }
+                handle = ObjectName.generate { s.principal.objects[$0] != nil }
             }
-            let r = HTTPRequest(handle: handle, principal: s.principal, creator: s, server: self)
+            let r = HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self)
             s.principal.add(r)
-            s.createdRequests.insert(handle)
+            s.createdObjects.insert(handle)
             return .result(["request": .string(handle)])
         }
 
@@ -126,7 +125,7 @@ extension Server {
         }
         registerSend("sendWithFile", params: ["path", "timeout?"]) { [unowned self] p in
             guard let root = config.uploadRoot else {
-                throw RPCError.app(.forbidden, "sendWithFile needs the server to be started with --upload-root")
+                throw ServiceError.needsConfiguration("sendWithFile needs the server to be started with --upload-root")
             }
             return .file(path: try ConfinedPath.resolve(try p.string("path"), root: root, rootName: "upload root"))
         }
@@ -156,10 +155,7 @@ extension Server {
 
         registry.register("list", params: []) { [unowned self] call in
             let s = try session(call)
-            let items = s.principal.requests.values.sorted { $0.handle < $1.handle }.map { r -> JSONValue in
-                ["request": .string(r.handle), "state": .int(Int64(r.state.rawValue)), "stateName": .string(r.state.name),
-                 "method": .string(r.method), "url": .string(r.displayURL), "status": .int(Int64(r.status))]
-            }
+            let items = s.principal.objects.values.sorted { $0.handle < $1.handle }.map(\.listEntry)
             return .result(.array(items))
         }
     }
@@ -174,40 +170,6 @@ extension Server {
             let timeout = try call.params.optionalSeconds("timeout") ?? 0
             let isAsync = try r.send(body: transferBody, timeout: timeout, call: call)
             return isAsync ? .result(true) : .deferred
-        }
-    }
-}
-
-/// Request handles: the client's own names, or generated ones that cannot be guessed.
-enum RequestName {
-    static let generatedPrefix = "req_"
-
-    static func isValid(_ name: String) -> Bool {
-        !name.hasPrefix(generatedPrefix) && isPlainName(name, maxBytes: 128, also: ".:_-")
-    }
-
-    /// Whether `name` is 1 to `maxBytes` of ASCII letters, digits and the characters of
-    /// `also`: the one syntax of the names clients and operators choose (request
-    /// handles, principals).
-    static func isPlainName(_ name: String, maxBytes: Int, also: String) -> Bool {
-        let extra = Set(also.utf8)
-        return !name.isEmpty && name.utf8.count <= maxBytes
-            && name.utf8.allSatisfy { b in
-                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || extra.contains(b)
-            }
-    }
-
-    /// `prefix` and 128 random bits from the system's generator (getrandom on Linux),
-    /// as 32 hex digits; drawn again in the unlikely case that `taken` says so.
-    static func generate(prefix: String = generatedPrefix, taken: (String) -> Bool) -> String {
-        var rng = SystemRandomNumberGenerator()
-        func hex(_ v: UInt64) -> String {
-            let s = String(v, radix: 16)
-            return String(repeating: "0", count: 16 - s.count) + s
-        }
-        while true {
-            let name = prefix + hex(rng.next()) + hex(rng.next())
-            if !taken(name) { return name }
         }
     }
 }

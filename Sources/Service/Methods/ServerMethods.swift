@@ -73,7 +73,7 @@ extension Server {
         var states = JSONObject()
         for state in RequestState.allCases { states[state.name] = 0 }
         for p in group {
-            for r in p.requests.values { states[r.state.name] = .int((states[r.state.name]?.int64Value ?? 0) + 1) }
+            for r in p.requests { states[r.state.name] = .int((states[r.state.name]?.int64Value ?? 0) + 1) }
         }
         var errorObject = JSONObject()
         for (k, v) in errors.sorted(by: { $0.key < $1.key }) { errorObject[k] = .int(Int64(v)) }

@@ -15,7 +15,7 @@ extension Server {
             switch (handle, all) {
             case (nil, false): throw RPCError.invalidParams("give 'request' or 'all': true")
             case (_?, true): throw RPCError.invalidParams("give 'request' or 'all': true, not both")
-            case (let h?, false): _ = try s.principal.request(h)
+            case (let h?, false): _ = try s.principal.object(h, as: HTTPRequest.self)
             default: break
             }
             var events: Set<EventKind> = [.stateChange, .progress]
@@ -31,8 +31,8 @@ extension Server {
                     events.insert(kind)
                 }
             }
-            let id = RequestName.generate(prefix: "sub_") { s.principal.subscriptions[$0] != nil }
-            s.principal.subscriptions[id] = Subscription(id: id, session: s, request: handle, events: events)
+            let id = ObjectName.generate(prefix: "sub_") { s.principal.subscriptions[$0] != nil }
+            s.principal.subscriptions[id] = Subscription(id: id, session: s, handle: handle, events: events)
             s.subscriptionIDs.insert(id)
             return .result(["subscription": .string(id)])
         }
@@ -41,7 +41,7 @@ extension Server {
             let s = try session(call)
             let id = try call.params.string("subscription")
             guard s.principal.subscriptions[id] != nil else {
-                throw RPCError.app(.unknownHandle, "No subscription '\(id)'", ["subscription": .string(id)])
+                throw ServiceError.unknownSubscription(id)
             }
             s.principal.subscriptions[id] = nil
             s.subscriptionIDs.remove(id)

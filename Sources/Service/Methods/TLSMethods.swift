@@ -31,7 +31,7 @@ extension Server {
             // A client names files the server opens: only below the certificate root,
             // so that it cannot make the server read (or probe) anything else.
             guard let root = config.certRoot else {
-                throw RPCError.app(.forbidden, "setClientCertificate needs the server to be started with --cert-root")
+                throw ServiceError.needsConfiguration("setClientCertificate needs the server to be started with --cert-root")
             }
             r.clientCertificate = ClientCertificate(
                 certPath: try ConfinedPath.resolve(cert, root: root, rootName: "certificate root"),

@@ -1,0 +1,87 @@
+import JSON
+import JSONRPC
+
+/// Every application error the service answers, one constructor per `data.reason` word
+/// (`RPCError.Reason` holds the words and their codes; api/openrpc.json documents them
+/// under `components.errors`). Call sites say what happened; the wording, the code and
+/// the `data` members live here, once. The -32602 refusals with a reason
+/// (`forbidden_header`, `forbidden_method`) are made by `HTTPSyntax`; other bad
+/// parameters are `RPCError.invalidParams` with a detail.
+enum ServiceError {
+    // MARK: unknown_handle — no such object for this principal
+
+    /// No object of `kind` named `handle` for the caller's principal (another principal's
+    /// objects are never looked at, so the answer tells nothing about them).
+    static func unknownObject(kind: String, _ handle: String) -> RPCError {
+        .app(.unknownHandle, "No \(kind) '\(handle)'; create it first", [kind: .string(handle)])
+    }
+
+    static func unknownSubscription(_ id: String) -> RPCError {
+        .app(.unknownHandle, "No subscription '\(id)'", ["subscription": .string(id)])
+    }
+
+    /// One answer for a wrong, expired, used or another principal's detach token.
+    static var unknownDetachment: RPCError {
+        .app(.unknownHandle, "No detachment with this token: it is wrong, expired or already used")
+    }
+
+    // MARK: already_exists
+
+    static func alreadyExists(kind: String, _ handle: String) -> RPCError {
+        .app(.alreadyExists, "A \(kind) named '\(handle)' exists; release it or choose another name", [kind: .string(handle)])
+    }
+
+    // MARK: invalid_state
+
+    /// `method` called in a state that does not allow it; `data` says which state it is.
+    static func misuse(_ method: String, allowed: String, state: RequestState) -> RPCError {
+        .app(.invalidState, "\(method) is allowed in \(allowed) only; the request is \(state.name)",
+             ["state": .int(Int64(state.rawValue)), "stateName": .string(state.name)])
+    }
+
+    static func bodyNotUTF8(at offset: Int) -> RPCError {
+        .app(.invalidState, "The body is not UTF-8 at byte \(offset) of what is unread; read it as base64",
+             ["offset": .int(Int64(offset))])
+    }
+
+    static var shuttingDown: RPCError { .app(.invalidState, "the server is shutting down") }
+
+    static func alreadyAuthenticated(as principal: String) -> RPCError {
+        .app(.invalidState, "This connection already acts for principal '\(principal)'", ["principal": .string(principal)])
+    }
+
+    // MARK: limit_exceeded — data.limit names the limit, data.max gives its value
+
+    static func limitExceeded(_ limit: String, max: Int, _ message: String) -> RPCError {
+        .app(.limitExceeded, message, ["limit": .string(limit), "max": .int(Int64(max))])
+    }
+
+    // MARK: unauthenticated
+
+    static var authenticateFirst: RPCError {
+        .app(.unauthenticated, "Authenticate first: call auth {\"token\": ...}")
+    }
+
+    static func unknownToken(maxFailures: Int) -> RPCError {
+        .app(.unauthenticated, "Unknown token; after \(maxFailures) failures the connection is closed")
+    }
+
+    static func authTimedOut(after seconds: Double) -> RPCError {
+        .app(.unauthenticated, "Not authenticated within \(seconds) seconds; the connection is closed")
+    }
+
+    // MARK: forbidden — not for this caller, or not with this server's configuration
+
+    /// A method that needs a flag the server was not started with.
+    static func needsConfiguration(_ message: String) -> RPCError { .app(.forbidden, message) }
+
+    static func outsideRoot(_ path: String, rootName: String) -> RPCError {
+        .app(.forbidden, "'\(path)' is outside the \(rootName)", ["path": .string(path)])
+    }
+
+    // MARK: file_error
+
+    static func fileError(_ message: String, path: String? = nil) -> RPCError {
+        .app(.fileError, message, path.map { ["path": .string($0)] } ?? [:])
+    }
+}

@@ -1,0 +1,23 @@
+import HTTPEngine
+
+/// Everything an object needs from the server, and no more: objects hold this, never
+/// the `Server`, so what an object can reach is written here, and an object can be
+/// tested with an environment made for the test (`ObjectEnvironmentTests`).
+protocol ObjectEnvironment: AnyObject {
+    /// Runs HTTP transfers.
+    var engine: TransferEngine { get }
+    /// Delivers the objects' notifications.
+    var hub: NotificationHub { get }
+    /// The server-wide settings every request inherits.
+    var requestSettings: RequestSettings { get }
+    /// The clock expiry is measured with.
+    var clock: ServerClock { get }
+    /// The server's egress proxy, for principals that asked for secure communication.
+    var egressProxy: ProxySettings? { get }
+    /// A transfer that used `principal`'s cookie jar ended: the jar may need saving.
+    func cookiesMayHaveChanged(for principal: Principal)
+    /// An object ended a transfer or emptied its buffer: a graceful stop may be over.
+    func objectMayHaveSettled()
+    /// Runs `body` on the next turn of the loop, outside the callback it is called from.
+    func soon(_ body: @escaping () -> Void)
+}

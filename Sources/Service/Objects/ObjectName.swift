@@ -1,0 +1,34 @@
+/// Object handles (and the other ids the server hands out: subscriptions, detach
+/// tokens): the client's own names, or generated ones that cannot be guessed.
+enum ObjectName {
+    static let generatedPrefix = "req_"
+
+    static func isValid(_ name: String) -> Bool {
+        !name.hasPrefix(generatedPrefix) && isPlainName(name, maxBytes: 128, also: ".:_-")
+    }
+
+    /// Whether `name` is 1 to `maxBytes` of ASCII letters, digits and the characters of
+    /// `also`: the one syntax of the names clients and operators choose (request
+    /// handles, principals).
+    static func isPlainName(_ name: String, maxBytes: Int, also: String) -> Bool {
+        let extra = Set(also.utf8)
+        return !name.isEmpty && name.utf8.count <= maxBytes
+            && name.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || extra.contains(b)
+            }
+    }
+
+    /// `prefix` and 128 random bits from the system's generator (getrandom on Linux),
+    /// as 32 hex digits; drawn again in the unlikely case that `taken` says so.
+    static func generate(prefix: String = generatedPrefix, taken: (String) -> Bool) -> String {
+        var rng = SystemRandomNumberGenerator()
+        func hex(_ v: UInt64) -> String {
+            let s = String(v, radix: 16)
+            return String(repeating: "0", count: 16 - s.count) + s
+        }
+        while true {
+            let name = prefix + hex(rng.next()) + hex(rng.next())
+            if !taken(name) { return name }
+        }
+    }
+}
