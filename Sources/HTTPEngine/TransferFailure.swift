@@ -8,7 +8,7 @@ import CCurl
 /// The text is the transfer's `CURLOPT_ERRORBUFFER` when libcurl wrote one (it names
 /// host, port and the system error: "Failed to connect to 127.0.0.1 port 1 after 0 ms:
 /// Connection refused"), else `curl_easy_strerror`. TLS failures always begin with
-/// `SSL` (DESIGN.md §4: `getStatusText` promises it), prefixed with `SSL: ` when
+/// `SSL` (api/openrpc.json: `getStatusText` promises it), prefixed with `SSL: ` when
 /// libcurl's own words do not. That includes failures libcurl files under a generic
 /// code: a TLS 1.3 alert read after the handshake (the server refusing a missing
 /// client certificate) is `CURLE_RECV_ERROR` with "OpenSSL SSL_read: …". A proxy's
@@ -30,7 +30,7 @@ public struct TransferFailure: Error, Sendable, CustomStringConvertible {
     /// never negative), since libcurl did not fail; the engine refused to go on.
     public static let egressDeniedCode: Int32 = -1
 
-    /// The prefix of every denial's text, which clients match (DESIGN.md §5).
+    /// The prefix of every denial's text, which clients match (README.md, "Security").
     public static let egressDeniedPrefix = "Denied by egress policy: "
 
     /// The prefix of the failure of a response whose framing is invalid (RFC 9112 §6.3:

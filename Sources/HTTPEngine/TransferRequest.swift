@@ -1,5 +1,5 @@
 /// The HTTP authentication scheme to offer when a request carries credentials. The raw
-/// values are the names clients use in `open {auth}` (DESIGN.md §4).
+/// values are the names clients use in `open {auth}` (api/openrpc.json).
 public enum AuthScheme: String, Sendable {
     case basic = "BASIC", digest = "DIGEST", negotiate = "NEGOTIATE", ntlm = "NTLM"
 }
@@ -187,7 +187,7 @@ public struct EngineOptions: Sendable {
     public var caFile: String? = nil
     /// The lowest TLS version accepted, on every https connection (origin or tunnel).
     public var tlsMin: TLSVersion = .v1_2
-    /// Where transfers may go (DESIGN.md §5). nil checks nothing: engine tests that are
+    /// Where transfers may go (README.md, "Security"). nil checks nothing: engine tests that are
     /// not about the policy run without one. The server always sets one; its default,
     /// with no patterns, denies loopback, private and the other special-purpose ranges.
     public var egressPolicy: EgressPolicy? = nil

@@ -40,8 +40,8 @@ extension EgressPolicy {
         }
     }
 
-    /// A range the address check denies unless an allow pattern covers it (DESIGN.md
-    /// §5): addresses that reach the host itself, its private networks, its cloud's
+    /// A range the address check denies unless an allow pattern covers it (README.md,
+    /// "Security"): addresses that reach the host itself, its private networks, its cloud's
     /// metadata service, or that hide an IPv4 destination inside IPv6.
     struct SpecialRange: Sendable {
         let range: AddressRange

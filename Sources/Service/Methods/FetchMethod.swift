@@ -16,13 +16,7 @@ extension Server {
             let url = try p.string("url")
             try HTTPSyntax.checkURL(url)
             let responseType = try p.optionalWord("responseType", oneOf: ["text", "base64", "json"]) ?? "text"
-            let body: TransferBody
-            switch (try p.optionalString("body"), try p.optionalString("bodyBase64")) {
-            case (nil, nil): body = .none
-            case (let text?, nil): body = .bytes(Array(text.utf8))
-            case (nil, let b64?): body = .bytes(try Base64Param.decode(b64, name: "bodyBase64"))
-            default: throw RPCError.invalidParams("give 'body' or 'bodyBase64', not both")
-            }
+            let body = try BodyParams.body(p)
             let timeout = try p.optionalSeconds("timeout") ?? 0
 
             let r = HTTPRequest(handle: "fetch", principal: s.principal, creator: nil, environment: self)

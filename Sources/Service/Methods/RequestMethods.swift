@@ -3,7 +3,7 @@ import HTTPEngine
 import JSON
 import JSONRPC
 
-/// The request object's methods (DESIGN.md §4). Each is declared with its parameters;
+/// The request object's methods (api/openrpc.json). Each is declared with its parameters;
 /// the dispatcher has checked names and presence before a handler runs.
 extension Server {
     func session(_ call: RPCCall) throws(RPCError) -> ClientSession {
@@ -112,14 +112,7 @@ extension Server {
             return true
         }
 
-        registerSend("send", params: ["body?", "bodyBase64?", "timeout?"]) { p in
-            switch (try p.optionalString("body"), try p.optionalString("bodyBase64")) {
-            case (nil, nil): return .none
-            case (let text?, nil): return .bytes(Array(text.utf8))
-            case (nil, let b64?): return .bytes(try Base64Param.decode(b64, name: "bodyBase64"))
-            default: throw RPCError.invalidParams("give 'body' or 'bodyBase64', not both")
-            }
-        }
+        registerSend("send", params: ["body?", "bodyBase64?", "timeout?"]) { p in try BodyParams.body(p) }
         registerSend("sendData", params: ["data", "timeout?"]) { p in
             .bytes(try Base64Param.decode(try p.string("data"), name: "data"))
         }
@@ -165,20 +158,12 @@ extension Server {
         registry.register(name, params: ["request"] + params) { [unowned self] call in
             let r = try request(call)
             try checkAcceptingTransfers()
-            guard r.state == .opened else { throw r.misuse(name, allowed: "OPENED") }
+            try r.checkCanSend(name)
             let transferBody = try body(call.params)
             let timeout = try call.params.optionalSeconds("timeout") ?? 0
             let isAsync = try r.send(body: transferBody, timeout: timeout, call: call)
             return isAsync ? .result(true) : .deferred
         }
-    }
-}
-
-/// Base64 parameters: an invalid one is the caller's error, said with its name.
-enum Base64Param {
-    static func decode(_ text: String, name: String) throws(RPCError) -> [UInt8] {
-        guard let d = Data(base64Encoded: text) else { throw .invalidParams("'\(name)' is not valid base64") }
-        return [UInt8](d)
     }
 }
 

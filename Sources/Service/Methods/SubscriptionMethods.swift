@@ -1,7 +1,7 @@
 import JSON
 import JSONRPC
 
-/// `subscribe` and `unsubscribe` (DESIGN.md §5).
+/// `subscribe` and `unsubscribe` (api/openrpc.json).
 extension Server {
     func registerSubscriptionMethods() {
         registry.register("subscribe", params: ["request?", "all?", "events?"]) { [unowned self] call in

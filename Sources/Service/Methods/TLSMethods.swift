@@ -3,7 +3,7 @@ import HTTPEngine
 import JSON
 import JSONRPC
 
-/// The TLS pre-send options of the request object (DESIGN.md §4, the seed's "HTTPS
+/// The TLS pre-send options of the request object (api/openrpc.json; the seed's "HTTPS
 /// security"): each may be called in UNSENT and OPENED, and holds until `close`
 /// switches the verifications back on or the request is released.
 extension Server {

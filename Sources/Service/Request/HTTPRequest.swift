@@ -19,22 +19,22 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     unowned let principal: Principal
     /// The connection that created it; its requests end with it.
     weak var creator: ClientSession?
-    private unowned let env: ObjectEnvironment
-    private var settings: RequestSettings { env.requestSettings }
-    private var hub: NotificationHub { env.hub }
+    unowned let env: ObjectEnvironment
+    var settings: RequestSettings { env.requestSettings }
+    var hub: NotificationHub { env.hub }
 
-    private var machine = RequestStateMachine()
+    var machine = RequestStateMachine()
     var state: RequestState { machine.state }
 
     // What `open` and the pre-send calls configured.
-    private(set) var method = "GET"
-    private(set) var url = ""
-    private var isAsync = true
-    private var user: String?
-    private var password: String?
-    private var auth: AuthScheme = .basic
-    private var headers: [(name: String, value: String)] = []
-    private var postValues: [(key: String, value: String)] = []
+    var method = "GET"
+    var url = ""
+    var isAsync = true
+    var user: String?
+    var password: String?
+    var auth: AuthScheme = .basic
+    var headers: [(name: String, value: String)] = []
+    var postValues: [(key: String, value: String)] = []
     var followRedirects = true
     /// For `fetch`, which needs the whole body at once: a body over the buffer limit
     /// ends the request with a failure instead of pausing the transfer.
@@ -56,34 +56,34 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     weak var opener: ClientSession?
 
     // The response.
-    private(set) var status = 0
-    private(set) var statusText = ""
-    private(set) var responseHeaders: [(name: String, value: String)] = []
+    var status = 0
+    var statusText = ""
+    var responseHeaders: [(name: String, value: String)] = []
     /// The unread body. Every change of its size goes through `appendBody`,
     /// `consumeBody` or `dropBody`, which keep the principal's total in step.
-    private var body = ByteQueue()
+    var body = ByteQueue()
     /// The transfer under way. Setting and clearing it keeps the principal's count of
     /// transfers in flight in step, whichever path ends it.
-    private var transfer: Transfer? {
+    var transfer: Transfer? {
         didSet {
             if oldValue == nil, transfer != nil { principal.transfersInFlight += 1 }
             if oldValue != nil, transfer == nil { principal.transfersInFlight -= 1 }
         }
     }
     /// Body bytes received by the current transfer, for `--max-response-bytes`.
-    private var receivedBytes = 0
-    private var pendingHead: ResponseHead?
-    private var syncCall: RPCCall?
-    private var onDone: (() -> Void)?
+    var receivedBytes = 0
+    var pendingHead: ResponseHead?
+    var syncCall: RPCCall?
+    var onDone: (() -> Void)?
 
     // Progress, coalesced by the hub.
-    private(set) var progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
-    private(set) var lastReportedUpload: Int64 = 0
+    var progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
+    var lastReportedUpload: Int64 = 0
     var progressPending = false
 
     /// When a call last named this request, or it last changed state, on the server's
     /// clock: `ObjectLifetime` releases it when that is `--request-ttl` ago.
-    private(set) var lastUsed: Double
+    var lastUsed: Double
 
     init(handle: String, principal: Principal, creator: ClientSession?, environment: ObjectEnvironment) {
         self.handle = handle
@@ -122,7 +122,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     /// syntax and the reserved names are checked here (`HTTPSyntax.checkHeader`).
     func setRequestHeader(_ name: String, _ value: String) throws(RPCError) {
         try HTTPSyntax.checkHeader(name, value)
-        guard state == .opened else { throw misuse("setRequestHeader", allowed: "OPENED") }
+        guard machine.acceptsHeaders else { throw misuse("setRequestHeader", allowed: "OPENED") }
         // As XMLHttpRequest does, a header set twice is sent once with both values.
         if let i = headers.firstIndex(where: { $0.name.lowercased() == name.lowercased() }) {
             headers[i].value += ", " + value
@@ -147,8 +147,14 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     }
 
     /// Starts the transfer. For a synchronous request the call is answered at DONE.
+    /// Refuses `method` (`send`, `sendData`, `sendWithFile`) unless the machine allows a
+    /// send now.
+    func checkCanSend(_ method: String) throws(RPCError) {
+        do { try machine.checkSend() } catch { throw misuse(method, allowed: "OPENED") }
+    }
+
     func send(body: TransferBody, timeout: Double, call: RPCCall?) throws(RPCError) -> Bool {
-        guard state == .opened else { throw misuse("send", allowed: "OPENED") }
+        try checkCanSend("send")
         let limits = principal.limits
         try principal.check("transfers", current: principal.transfersInFlight, max: limits.transfers,
                             "Too many transfers in flight; wait for one to finish")
@@ -219,7 +225,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         followRedirects = true
         return true
     }
-    private var lastTransfer: Transfer?
+    var lastTransfer: Transfer?
 
     /// Ends the object: aborts a transfer under way and answers a waiting sync send.
     func release() {
@@ -292,168 +298,4 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     func misuse(_ method: String, allowed: String) -> RPCError {
         ServiceError.misuse(method, allowed: allowed, state: state)
     }
-
-    // MARK: Performing the machine's actions
-
-    private func perform(_ actions: [RequestStateMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .notify(let s):
-                touch()
-                if s == .done { hub.flushProgress(of: self) }
-                // Reaching DONE ends a transfer; `open` discards unread bytes.
-                env.objectMayHaveSettled()
-                hub.stateChanged(self, to: s)
-                if s == .done, let done = onDone {
-                    onDone = nil
-                    done()
-                }
-            case .cancelTransfer:
-                if let t = transfer {
-                    env.engine.cancel(t)
-                    transferEnded(t)
-                }
-                transfer = nil
-            case .clearResponse:
-                status = 0
-                statusText = ""
-                responseHeaders = []
-                pendingHead = nil
-                dropBody()
-                progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
-                lastReportedUpload = 0
-            case .clearRequest:
-                headers = []
-                postValues = []
-            case .startTransfer:
-                break  // started before the transition, so a refused start changes nothing
-            case .recordHead:
-                if let head = pendingHead {
-                    status = head.status
-                    statusText = head.statusText
-                    responseHeaders = head.headers
-                }
-            case .recordFailure(let text):
-                status = 0
-                statusText = text
-            case .answerSyncSend:
-                if let t = transfer { lastTransfer = t }
-                transfer = nil
-                if let call = syncCall {
-                    syncCall = nil
-                    call.reply(summary)
-                }
-            }
-        }
-    }
-
-    // MARK: TransferDelegate
-
-    func transfer(_ t: Transfer, receivedHead head: ResponseHead) {
-        pendingHead = head
-        perform(machine.headReceived())
-    }
-
-    func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
-        if let max = settings.maxResponseBytes, receivedBytes + bytes.count > max {
-            return fail(t, "The response body is larger than \(max) bytes (--max-response-bytes)")
-        }
-        if failsWhenBufferFull, body.count + bytes.count > settings.maxBufferBytes {
-            return fail(t, "The response body is larger than \(settings.maxBufferBytes) bytes; read it with the request object API")
-        }
-        if principal.budgetExhausted {
-            if failsWhenBufferFull {
-                return fail(t, "Principal '\(principal.name)' holds \(principal.limits.bufferedBytes) unread bytes, its limit; read or release some requests first")
-            }
-            principal.waitForBudget(self)
-            return false
-        }
-        if body.count >= settings.maxBufferBytes { return false }
-        appendBody(bytes)
-        receivedBytes += bytes.count
-        principal.usage.httpBytesReceived += UInt64(bytes.count)
-        perform(machine.bodyReceived())
-        return true
-    }
-
-    /// Ends the transfer as failed with `text` (status 0). libcurl forbids removing a
-    /// transfer from inside its callback: the transfer is paused now (the `false`
-    /// returned) and ended on the next turn.
-    private func fail(_ t: Transfer, _ text: String) -> Bool {
-        env.soon { [weak self] in
-            guard let self, transfer === t else { return }
-            perform([.cancelTransfer] + machine.failed(text))
-        }
-        return false
-    }
-
-    /// Resumes a paused transfer once both this request's buffer and its principal's
-    /// total have room again.
-    func budgetFreed() {
-        guard let t = transfer, t.isPaused, body.count < settings.maxBufferBytes else { return }
-        if principal.budgetExhausted {
-            principal.waitForBudget(self)
-        } else {
-            t.resume()
-        }
-    }
-
-    private func appendBody(_ bytes: UnsafeRawBufferPointer) {
-        body.append(bytes)
-        principal.buffered(bytes.count)
-    }
-
-    private func consumeBody(_ n: Int) {
-        let before = body.count
-        body.consume(n)
-        principal.buffered(body.count - before)
-    }
-
-    private func dropBody() {
-        let n = body.count
-        body.removeAll()
-        if n > 0 { principal.buffered(-n) }
-    }
-
-    func transfer(_ t: Transfer, progressed p: TransferProgress) {
-        progress = p
-        hub.progressed(self)
-    }
-
-    func transfer(_ t: Transfer, completedWith failure: TransferFailure?) {
-        lastTransfer = t
-        transferEnded(t)
-        if let failure {
-            perform(machine.failed(failure.text))
-        } else {
-            perform(machine.completed())
-        }
-    }
-
-    /// A transfer stopped for good; if it used the jar, it may have stored cookies.
-    private func transferEnded(_ t: Transfer) {
-        principal.usage.httpBytesSent += UInt64(max(0, progress.uploaded))
-        if t.request.cookieJar != nil { env.cookiesMayHaveChanged(for: principal) }
-    }
-
-    /// Marks the current progress as reported and returns the upload delta since the
-    /// previous report.
-    func takeProgressDelta() -> Int64 {
-        let delta = progress.uploaded - lastReportedUpload
-        lastReportedUpload = progress.uploaded
-        return delta
-    }
-}
-
-/// How `getReceiveBuffer` encodes bytes.
-enum BodyEncoding: String {
-    case base64, utf8
-}
-
-/// Settings every request inherits from the server's configuration.
-struct RequestSettings {
-    var maxBufferBytes: Int
-    var maxRedirects: Int
-    /// Body bytes one response may have; nil: no limit.
-    var maxResponseBytes: Int?
 }

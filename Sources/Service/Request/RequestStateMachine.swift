@@ -3,7 +3,7 @@
 /// owner (`HTTPRequest`) only performs those actions. One function, `move`, changes the
 /// state, so every transition yields exactly one `notify`, in order.
 ///
-/// Transitions (GDHttpRequest's table, DESIGN.md §4):
+/// Transitions (the state table api/openrpc.json and the README describe):
 /// - UNSENT: `open` → OPENED.
 /// - OPENED: `open` → OPENED again (options kept, headers and body cleared); `send` → SENT.
 /// - SENT: head received → HEADERS_RECEIVED; failure → DONE; `abort` → DONE.
@@ -54,8 +54,14 @@ struct RequestStateMachine {
         return actions
     }
 
-    mutating func send() throws(Misuse) -> [Action] {
+    /// The rule of `send` (and `sendData`, `sendWithFile`): OPENED only. Asked before
+    /// the transfer starts, so that a refused start changes nothing.
+    func checkSend() throws(Misuse) {
         guard state == .opened else { throw Misuse(state: state) }
+    }
+
+    mutating func send() throws(Misuse) -> [Action] {
+        try checkSend()
         var actions: [Action] = [.clearResponse]
         move(to: .sent, &actions)
         actions.append(.startTransfer)
@@ -113,4 +119,7 @@ struct RequestStateMachine {
 
     /// Whether pre-send options may be changed now.
     var acceptsOptions: Bool { state == .unsent || state == .opened }
+
+    /// Whether request headers may be set now (between `open` and `send`).
+    var acceptsHeaders: Bool { state == .opened }
 }

@@ -1,0 +1,21 @@
+/// A subscription: one object of the principal, or all of them (present and future),
+/// for some events, delivered to the connection that made it.
+final class Subscription {
+    let id: String
+    weak var session: ClientSession?
+    /// nil: every object of the principal.
+    let handle: String?
+    let events: Set<EventKind>
+
+    init(id: String, session: ClientSession, handle: String?, events: Set<EventKind>) {
+        self.id = id
+        self.session = session
+        self.handle = handle
+        self.events = events
+    }
+
+    /// Whether it asked for `kind` events of `object`.
+    func covers(_ object: any SessionObject, _ kind: EventKind) -> Bool {
+        (handle == nil || handle == object.handle) && events.contains(kind)
+    }
+}

@@ -1,0 +1,148 @@
+import EventLoop
+import Foundation
+import JSON
+import JSONRPC
+import SecureStream
+
+/// Listening and admitting connections: the listeners open only after every address
+/// and certificate is checked, each accepted stream becomes an `RPCConnection`, and the
+/// connection limits are applied (after reaping connections whose clients have gone).
+extension Server {
+    /// Opens every configured listener. Returns their addresses as bound (a TCP port 0
+    /// becomes the port the system chose).
+    @discardableResult
+    public func start() throws -> [ListenAddress] {
+        var bound: [ListenAddress] = []
+        // Before any listener opens, so a refused address or a bad certificate leaves
+        // nothing behind and no client ever reaches a server that is about to exit.
+        let tls = try makeTLSContext()
+        for address in config.listen { try checkTCPAllowed(address) }
+        for address in config.listen {
+            let listener: Listener
+            let actual: ListenAddress
+            var context: TLSContext?
+            switch address {
+            case .unix(let path):
+                listener = try UnixSocketFile.listen(loop: loop, path: path, mode: config.unixSocketMode)
+                actual = address
+            case .tcp(let host, let port), .tls(let host, let port):
+                listener = try Listener.tcp(loop: loop, host: host, port: port)
+                let boundPort = listener.boundPort ?? port
+                if case .tls = address {
+                    context = tls
+                    actual = .tls(host: host, port: boundPort)
+                } else {
+                    actual = .tcp(host: host, port: boundPort)
+                }
+            }
+            try listener.listen { [unowned self] result in accepted(result, tls: context) }
+            listeners.append((address, listener))
+            bound.append(actual)
+            logger.info("listening on \(actual)")
+        }
+        lifetime.start()
+        return bound
+    }
+
+    /// The TLS settings of the `tls:` listeners, loaded once; nil when there is none.
+    /// Every failure is a start-up error that names the flag or the file at fault.
+    private func makeTLSContext() throws -> TLSContext? {
+        guard let first = config.listen.first(where: { if case .tls = $0 { true } else { false } }) else { return nil }
+        guard let certificate = config.tlsCertificateFile, let key = config.tlsKeyFile else {
+            throw StartupError.tlsNeedsCertificate(first)
+        }
+        do {
+            return try TLSContext(certificateFile: certificate, keyFile: key)
+        } catch {
+            throw StartupError.tlsUnusable(first, reason: error.description)
+        }
+    }
+
+    private func accepted(_ result: Result<EventLoop.Stream, UVError>, tls: TLSContext?) {
+        let stream: EventLoop.Stream
+        switch result {
+        case .failure(let e):
+            logger.warning("accept failed: \(e)")
+            return
+        case .success(let s):
+            stream = s
+        }
+        guard let tls else { return adopt(stream) }
+        // The handshake runs inside the TLS stream; the connection sees plaintext.
+        do {
+            adopt(try TLSStream(wrapping: stream, context: tls, handshakeTimeout: config.tlsHandshakeTimeout))
+        } catch {
+            logger.warning("cannot start TLS with \(stream.peerDescription): \(error)")
+            stream.close()
+        }
+    }
+
+    /// Serves a connected stream as a client connection, as if a listener had accepted
+    /// it: the listeners use it (with a TLS stream for a tls: listener), and so does the
+    /// fuzzer, which feeds one end of a socket pair with no network at all.
+    public func adopt(_ stream: any ByteStream) {
+        guard shutdownMachine.phase == .serving else { stream.close(); return }
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let conn = RPCConnection(id: id, stream: stream, dispatcher: dispatcher, limits: config.connection, logger: logger,
+                                 coalescer: coalescer)
+        if connections.count >= config.maxConnections { reapClosedConnections { _ in true } }
+        if connections.count >= config.maxConnections {
+            refuse(conn, ServiceError.limitExceeded("maxConnections", max: config.maxConnections,
+                                                    "Too many connections (limit \(config.maxConnections)); try again later"))
+            return
+        }
+        if let p = identify(stream) {
+            do {
+                try makeRoomForConnection(p)
+            } catch {
+                refuse(conn, error)
+                return
+            }
+            conn.context = ClientSession(connection: conn, principal: p)
+        } else {
+            awaitAuthentication(conn)
+        }
+        conn.onClose = { [unowned self] c in connectionClosed(c) }
+        connections[id] = conn
+        totalConnections += 1
+        do {
+            try conn.start()
+            logger.debug("connection \(id) from \(conn.peerDescription)")
+        } catch {
+            logger.warning("cannot read from \(conn.peerDescription): \(error)")
+            conn.close(reason: nil)
+        }
+    }
+
+    /// Checks that principal `p` may have one more connection, first ending those of
+    /// its connections whose clients have already gone: a connection is counted from
+    /// accept until its end of input is read, and the loop accepts a whole backlog
+    /// before it reads, so after a burst of connect-and-close the count holds clients
+    /// that no longer exist (`RPCConnection.endIfPeerClosed`).
+    func makeRoomForConnection(_ p: Principal) throws(RPCError) {
+        if p.connections >= p.limits.connections {
+            reapClosedConnections { ($0.context as? ClientSession)?.principal === p }
+        }
+        try p.checkRoomForConnection()
+    }
+
+    /// Ends the connections chosen by `which` whose peer has closed with nothing left
+    /// unread (one non-blocking peek each).
+    private func reapClosedConnections(_ which: (RPCConnection) -> Bool) {
+        var reaped = 0
+        for c in Array(connections.values) where which(c) {
+            if c.endIfPeerClosed() { reaped += 1 }
+        }
+        if reaped > 0 { logger.debug("reaped \(reaped) connections whose clients had gone") }
+    }
+
+    /// Answers a connection that cannot be served with `error` and closes it.
+    private func refuse(_ conn: RPCConnection, _ error: RPCError) {
+        conn.send(["jsonrpc": "2.0", "error": error.json, "id": .null])
+        logger.warning("refusing connection from \(conn.peerDescription): \(error.message)")
+        refused[conn.id] = conn
+        conn.onClose = { [unowned self] c in refused[c.id] = nil }
+        conn.closeAfterFlush()
+    }
+}

@@ -1,0 +1,25 @@
+import Foundation
+import HTTPEngine
+import JSONRPC
+
+/// Body parameters, read the same way by every method that takes one.
+enum BodyParams {
+    /// `body` (text, sent as its UTF-8) or `bodyBase64`, at most one of them; neither is
+    /// no body.
+    static func body(_ p: Params) throws(RPCError) -> TransferBody {
+        switch (try p.optionalString("body"), try p.optionalString("bodyBase64")) {
+        case (nil, nil): return .none
+        case (let text?, nil): return .bytes(Array(text.utf8))
+        case (nil, let b64?): return .bytes(try Base64Param.decode(b64, name: "bodyBase64"))
+        default: throw RPCError.invalidParams("give 'body' or 'bodyBase64', not both")
+        }
+    }
+}
+
+/// Base64 parameters: an invalid one is the caller's error, said with its name.
+enum Base64Param {
+    static func decode(_ text: String, name: String) throws(RPCError) -> [UInt8] {
+        guard let d = Data(base64Encoded: text) else { throw .invalidParams("'\(name)' is not valid base64") }
+        return [UInt8](d)
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import HTTPEngine
+import JSON
+import JSONRPC
+
+/// What the request does with its state machine's actions and with its transfer's
+/// events (`TransferDelegate`): where the response, the unread body and the
+/// principal's counts change.
+extension HTTPRequest {
+    // MARK: Performing the machine's actions
+
+    func perform(_ actions: [RequestStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .notify(let s):
+                touch()
+                if s == .done { hub.flushProgress(of: self) }
+                // Reaching DONE ends a transfer; `open` discards unread bytes.
+                env.objectMayHaveSettled()
+                hub.stateChanged(self, to: s)
+                if s == .done, let done = onDone {
+                    onDone = nil
+                    done()
+                }
+            case .cancelTransfer:
+                if let t = transfer {
+                    env.engine.cancel(t)
+                    transferEnded(t)
+                }
+                transfer = nil
+            case .clearResponse:
+                status = 0
+                statusText = ""
+                responseHeaders = []
+                pendingHead = nil
+                dropBody()
+                progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
+                lastReportedUpload = 0
+            case .clearRequest:
+                headers = []
+                postValues = []
+            case .startTransfer:
+                break  // started before the transition, so a refused start changes nothing
+            case .recordHead:
+                if let head = pendingHead {
+                    status = head.status
+                    statusText = head.statusText
+                    responseHeaders = head.headers
+                }
+            case .recordFailure(let text):
+                status = 0
+                statusText = text
+            case .answerSyncSend:
+                if let t = transfer { lastTransfer = t }
+                transfer = nil
+                if let call = syncCall {
+                    syncCall = nil
+                    call.reply(summary)
+                }
+            }
+        }
+    }
+
+    // MARK: TransferDelegate
+
+    func transfer(_ t: Transfer, receivedHead head: ResponseHead) {
+        pendingHead = head
+        perform(machine.headReceived())
+    }
+
+    func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
+        if let max = settings.maxResponseBytes, receivedBytes + bytes.count > max {
+            return fail(t, "The response body is larger than \(max) bytes (--max-response-bytes)")
+        }
+        if failsWhenBufferFull, body.count + bytes.count > settings.maxBufferBytes {
+            return fail(t, "The response body is larger than \(settings.maxBufferBytes) bytes; read it with the request object API")
+        }
+        if principal.budgetExhausted {
+            if failsWhenBufferFull {
+                return fail(t, "Principal '\(principal.name)' holds \(principal.limits.bufferedBytes) unread bytes, its limit; read or release some requests first")
+            }
+            principal.waitForBudget(self)
+            return false
+        }
+        if body.count >= settings.maxBufferBytes { return false }
+        appendBody(bytes)
+        receivedBytes += bytes.count
+        principal.usage.httpBytesReceived += UInt64(bytes.count)
+        perform(machine.bodyReceived())
+        return true
+    }
+
+    /// Ends the transfer as failed with `text` (status 0). libcurl forbids removing a
+    /// transfer from inside its callback: the transfer is paused now (the `false`
+    /// returned) and ended on the next turn.
+    private func fail(_ t: Transfer, _ text: String) -> Bool {
+        env.soon { [weak self] in
+            guard let self, transfer === t else { return }
+            perform([.cancelTransfer] + machine.failed(text))
+        }
+        return false
+    }
+
+    /// Resumes a paused transfer once both this request's buffer and its principal's
+    /// total have room again.
+    func budgetFreed() {
+        guard let t = transfer, t.isPaused, body.count < settings.maxBufferBytes else { return }
+        if principal.budgetExhausted {
+            principal.waitForBudget(self)
+        } else {
+            t.resume()
+        }
+    }
+
+    private func appendBody(_ bytes: UnsafeRawBufferPointer) {
+        body.append(bytes)
+        principal.buffered(bytes.count)
+    }
+
+    func consumeBody(_ n: Int) {
+        let before = body.count
+        body.consume(n)
+        principal.buffered(body.count - before)
+    }
+
+    func dropBody() {
+        let n = body.count
+        body.removeAll()
+        if n > 0 { principal.buffered(-n) }
+    }
+
+    func transfer(_ t: Transfer, progressed p: TransferProgress) {
+        progress = p
+        hub.progressed(self)
+    }
+
+    func transfer(_ t: Transfer, completedWith failure: TransferFailure?) {
+        lastTransfer = t
+        transferEnded(t)
+        if let failure {
+            perform(machine.failed(failure.text))
+        } else {
+            perform(machine.completed())
+        }
+    }
+
+    /// A transfer stopped for good; if it used the jar, it may have stored cookies.
+    private func transferEnded(_ t: Transfer) {
+        principal.usage.httpBytesSent += UInt64(max(0, progress.uploaded))
+        if t.request.cookieJar != nil { env.cookiesMayHaveChanged(for: principal) }
+    }
+
+    /// Marks the current progress as reported and returns the upload delta since the
+    /// previous report.
+    func takeProgressDelta() -> Int64 {
+        let delta = progress.uploaded - lastReportedUpload
+        lastReportedUpload = progress.uploaded
+        return delta
+    }
+}

@@ -1,0 +1,152 @@
+import EventLoop
+import Foundation
+import HTTPEngine
+import JSON
+import JSONRPC
+import Logging
+import SecureStream
+
+/// The xhrpc service on one loop: listeners, connections, the method table, the
+/// principals with their requests, and the transfer engine.
+public final class Server {
+    public static let name = "xhrpcd"
+    public static let version = "0.1.0"
+
+    public let config: ServerConfig
+    let loop: Loop
+    let logger: Logger
+    let registry = MethodRegistry()
+    let dispatcher: Dispatcher
+    let engine: TransferEngine
+    let hub: NotificationHub
+    let coalescer: WriteCoalescer
+    let requestSettings: RequestSettings
+    /// The principals, by name, uid and token (`Authentication.swift`).
+    let principalTable: PrincipalTable
+    /// Every principal, by name: the configured ones and, unless one of them has the
+    /// server's uid, "local", the Unix socket owner's.
+    var principals: [String: Principal] { principalTable.byName }
+    /// Failed `auth` attempts since start, and what connections that never authenticated
+    /// sent and received, for an admin's `server.stats`.
+    var authFailures: UInt64 = 0
+    var anonymousUsage = Principal.Usage()
+    /// Loads and saves the principals' persistent cookies (`--state-dir`).
+    let cookies: CookiePersistence
+    /// Expires unused requests and keeps detached ones (`detach`, `attach`). Lazy only
+    /// because it refers back to the server; its timer is made in `init`.
+    private(set) lazy var lifetime = ObjectLifetime(server: self, timer: sweepTimer, config: config)
+    private let sweepTimer: EventLoop.Timer
+    let startedAt = Date()
+
+    var listeners: [(address: ListenAddress, listener: Listener)] = []
+    var connections: [UInt64: RPCConnection] = [:]
+    /// Connections answered with a refusal and closing once it is out (a TLS one after
+    /// its handshake): a shutdown closes them at once rather than wait for them.
+    var refused: [UInt64: RPCConnection] = [:]
+    var nextConnectionID: UInt64 = 1
+    public internal(set) var totalConnections: UInt64 = 0
+
+    /// Where a graceful stop stands (`Server+Shutdown.swift`).
+    var shutdownMachine = ShutdownMachine()
+    var shutdownDone: (() -> Void)?
+    var drainDeadline: EventLoop.Timer?
+    var drainCheckScheduled = false
+    var closeDeadline: EventLoop.Timer?
+
+    public init(config: ServerConfig, loop: Loop, logger: Logger) throws {
+        self.config = config
+        self.loop = loop
+        self.logger = logger
+        dispatcher = Dispatcher(registry: registry)
+        var engineOptions = config.engine
+        if engineOptions.userAgent.isEmpty { engineOptions.userAgent = "xhrpc/\(Server.version)" }
+        engine = try TransferEngine(loop: loop, options: engineOptions)
+        hub = try NotificationHub(loop: loop)
+        coalescer = try WriteCoalescer(loop: loop)
+        requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects,
+                                          maxResponseBytes: config.maxResponseBytes)
+        principalTable = try PrincipalTable(config)
+        cookies = try CookiePersistence(stateDirectory: config.stateDir, loop: loop, logger: logger)
+        for p in principalTable.byName.values.sorted(by: { $0.name < $1.name }) { cookies.attach(p) }
+        sweepTimer = try EventLoop.Timer(loop: loop)
+        dispatcher.gate = { [unowned self] call in try admit(call) }
+        dispatcher.onError = { [unowned self] peer, error in count(error, from: peer) }
+        registerMethods()
+    }
+
+    /// Every method the server offers, declared once (api/openrpc.json lists the same).
+    private func registerMethods() {
+        registerServerMethods()
+        registerAuthMethods()
+        registerRequestMethods()
+        registerTLSMethods()
+        registerProxyMethods()
+        registerSubscriptionMethods()
+        registerFetch()
+        registerDetachMethods()
+    }
+
+    /// The declared methods and their parameter names, for the contract test.
+    public var methodParameterNames: [String: [String]] { registry.parameterNames }
+
+    public var connectionCount: Int { connections.count }
+
+    /// A connection ended: its requests are aborted and released, its subscriptions end.
+    func connectionClosed(_ c: RPCConnection) {
+        connections[c.id] = nil
+        let context = c.context
+        c.context = nil
+        if let pending = context as? PendingAuthentication { endPending(pending, of: c) }
+        if let session = context as? ClientSession { end(session) }
+        logger.debug("connection \(c.id) closed")
+        // Every connection counts for a stop, authenticated or not.
+        drainMayHaveEnded()
+        perform(shutdownMachine.connectionClosed(remaining: connections.count))
+    }
+
+    /// A client session ended with its connection: its subscriptions end, and the
+    /// objects it created (and did not detach) are released.
+    private func end(_ session: ClientSession) {
+        session.end()
+        for id in session.subscriptionIDs { session.principal.subscriptions[id] = nil }
+        for handle in session.createdObjects {
+            if let o = session.principal.objects[handle] { release(o) }
+        }
+        let fetches = session.fetches.values
+        session.fetches = [:]
+        for r in fetches { r.release() }
+    }
+
+    /// Ends an object of any kind and takes it out of the tables.
+    func release(_ o: any SessionObject) {
+        o.release()
+        hub.forget(o)
+        o.principal.remove(o.handle)
+        o.creator?.createdObjects.remove(o.handle)
+        drainMayHaveEnded()
+    }
+
+    /// Refuses to start a transfer once a stop has begun: the drain waits for the
+    /// transfers in flight, and new ones would keep it going.
+    func checkAcceptingTransfers() throws(RPCError) {
+        guard shutdownMachine.acceptsTransfers else { throw ServiceError.shuttingDown }
+    }
+
+    /// Runs `body` on the next turn of the loop, outside whatever callback we are in.
+    func soon(_ body: @escaping () -> Void) {
+        guard let t = try? EventLoop.Timer(loop: loop) else { return }
+        t.start(timeout: 0) {
+            t.close()
+            body()
+        }
+    }
+}
+
+/// What objects see of the server (`ObjectEnvironment`).
+extension Server: ObjectEnvironment {
+    var clock: ServerClock { config.clock }
+    var egressProxy: ProxySettings? { config.egressProxy }
+    func cookiesMayHaveChanged(for principal: Principal) { cookies.jarMayHaveChanged(principal) }
+    func objectMayHaveSettled() { drainMayHaveEnded() }
+}
+
