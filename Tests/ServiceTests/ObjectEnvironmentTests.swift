@@ -1,0 +1,91 @@
+import EventLoop
+import HTTPEngine
+import JSONRPC
+import Testing
+@testable import Service
+import TestSupport
+
+/// A request object on its own, with an environment made for the test instead of a
+/// `Server`: what `ObjectEnvironment` promises, that an object can be driven and
+/// observed without the rest of the server. The engine and hub are real (a loop, libcurl,
+/// the fixture upstream); the notices the object sends are recorded.
+@Suite struct ObjectEnvironmentTests {
+    final class RecordingEnvironment: ObjectEnvironment {
+        let engine: TransferEngine
+        let hub: NotificationHub
+        let requestSettings = RequestSettings(maxBufferBytes: 1 << 20, maxRedirects: 3, maxResponseBytes: nil)
+        let clock: ServerClock
+        let egressProxy: ProxySettings? = nil
+        private let loop: Loop
+        var settled = 0
+        var cookieNotices: [String] = []
+
+        init(loop: Loop, clock: ServerClock) throws {
+            self.loop = loop
+            self.clock = clock
+            engine = try TransferEngine(loop: loop)
+            hub = try NotificationHub(loop: loop)
+        }
+
+        func cookiesMayHaveChanged(for principal: Principal) { cookieNotices.append(principal.name) }
+        func objectMayHaveSettled() { settled += 1 }
+        func soon(_ body: @escaping () -> Void) {
+            guard let t = try? EventLoop.Timer(loop: loop) else { return }
+            t.start(timeout: 0) {
+                t.close()
+                body()
+            }
+        }
+
+        func close(_ done: @escaping () -> Void) {
+            hub.close()
+            engine.shutdown(done)
+        }
+    }
+
+    @Test func aRequestRunsOnAnEnvironmentOfItsOwn() throws {
+        TransferEngine.globalInit()
+        let upstream = try Upstream()
+        defer { upstream.stop() }
+        let loop = try Loop()
+        let clock = ManualClock()
+        let env = try RecordingEnvironment(loop: loop, clock: clock.clock)
+        let principal = try Principal(name: "solo")
+        let r = HTTPRequest(handle: "r1", principal: principal, creator: nil, environment: env)
+        #expect(r.lastUsed == clock.clock.now())
+        clock.advance(5)
+        r.touch()
+        #expect(r.lastUsed == clock.clock.now(), "the object reads the environment's clock")
+        #expect(r.isIdle)
+
+        // The machine's rules hold without a server.
+        #expect(throws: RPCError.self) { try r.checkCanSend("send") }
+        r.open(method: "GET", url: upstream.url("/bytes/1000?seed=4"), async: true, user: nil, password: nil,
+               auth: .basic, opener: nil)
+        #expect(r.state == .opened)
+        #expect(throws: RPCError.self) { try r.setRequestHeader("Host", "elsewhere") }
+        try r.setRequestHeader("X-Test", "1")
+        #expect(try r.send(body: .none, timeout: 10, call: nil))
+        #expect(!r.isIdle)
+        #expect(principal.transfersInFlight == 1)
+
+        var turns = 0
+        while r.state != .done, turns < 10_000 {
+            _ = loop.runOnce()
+            turns += 1
+        }
+        #expect(r.state == .done)
+        #expect(r.status == 200)
+        #expect(r.takeBody() == FixturePattern.bytes(count: 1000, seed: 4))
+        #expect(principal.transfersInFlight == 0)
+        #expect(env.settled > 0, "the object told its environment that a stop may be over")
+        #expect(env.cookieNotices == ["solo"], "the transfer used the principal's jar, which may need saving")
+
+        var closed = false
+        r.release()
+        env.close { closed = true }
+        loop.run()
+        #expect(closed)
+        try loop.close()
+    }
+}
