@@ -87,7 +87,7 @@ extension TransferEngine {
     /// destination the egress policy refuses. The messages quote the `Location` as the
     /// server sent it, without any password.
     func redirectTarget(_ location: String, from base: String) -> Result<(url: String, target: URLTarget), TransferFailure> {
-        let shown = URLRedaction.redact(location)
+        let shown = URLRedaction.redact(location, secretNames: options.secretQueryNames)
         let reason: String
         do {
             let resolved = try URLTarget.resolve(location: location, against: base)

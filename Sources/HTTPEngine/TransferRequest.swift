@@ -194,6 +194,9 @@ public struct EngineOptions: Sendable {
     /// The `User-Agent` of requests that do not set one (RFC 9110 §10.1.5); empty sends
     /// none.
     public var userAgent: String = ""
+    /// Query parameters whose values a URL shown in a status text hides
+    /// (`URLRedaction`), lower case.
+    public var secretQueryNames: Set<String> = URLRedaction.defaultSecretQueryNames
     /// Defaults: 256 cached connections, no per-host limit, the system's CAs, TLS 1.2
     /// or later, no egress policy.
     public init() {}

@@ -106,6 +106,9 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .customLong("drain-seconds"), help: ArgumentHelp("On SIGTERM or SIGINT, the longest wait for transfers in flight to finish and be read before they are aborted; 0 aborts at once (config key \"drainSeconds\"; default 10).", valueName: "seconds"))
     var drainSeconds: Double?
 
+    @Option(name: .customLong("redact-query"), help: ArgumentHelp("A query parameter whose value is hidden wherever a URL is shown (list, logs, status texts), besides token, access_token, key, api_key, apikey, secret, password, sig and signature (repeatable; config key \"redactQuery\", an array).", valueName: "name"))
+    var redactQuery: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
 
@@ -138,6 +141,13 @@ struct XHRPCD: ParsableCommand {
             guard parts.count == 2, let n = Int(parts[1]), n > 0, settings.limits.set(parts[0], n) else {
                 throw ValidationError("--limit \(item): expected NAME=N with NAME one of \(PrincipalLimits.keys.joined(separator: ", ")) and N a positive number")
             }
+        }
+        let redacted = redactQuery.isEmpty ? try file.strings("redactQuery") : redactQuery
+        for name in redacted {
+            guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x26 && $0 != 0x3D }) else {
+                throw ValidationError("--redact-query \(name): a query parameter name, without spaces, '&' or '='")
+            }
+            settings.engine.secretQueryNames.insert(name.lowercased())
         }
         settings.principals = try file.principals(defaults: settings.limits)
         settings.uploadRoot = uploadRoot ?? file.string("uploadRoot")
@@ -249,7 +259,7 @@ struct ConfigFile {
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
                               "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
                               "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "authTimeout",
-                              "requestTTL", "detachTTL", "drainSeconds",
+                              "requestTTL", "detachTTL", "drainSeconds", "redactQuery",
                               "tlsCert", "tlsKey", "tlsHandshakeTimeout"]
             let file = ConfigFile(values: o)
             try file.rejectUnknownKeys(known, in: "the config file \(path)")

@@ -35,9 +35,23 @@ struct StderrLogHandler: LogHandler {
         case .json:
             var o: JSONObject = ["time": .string(time), "level": .string(event.level.rawValue), "logger": .string(label),
                                  "message": .string("\(event.message)")]
-            for (k, v) in all.sorted(by: { $0.key < $1.key }) { o[k] = .string("\(v)") }
+            for (k, v) in all.sorted(by: { $0.key < $1.key }) { o[k] = Self.json(v) }
             line = JSON.encodeString(.object(o))
         }
         FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// A metadata value as JSON: numbers given as numbers stay numbers (the access
+    /// log's status, bytes and duration), everything else is its text.
+    static func json(_ v: Logger.MetadataValue) -> JSONValue {
+        switch v {
+        case .string(let s): return .string(s)
+        case .stringConvertible(let c):
+            if let i = c as? Int { return .int(Int64(i)) }
+            if let d = c as? Double { return .double(d) }
+            return .string(c.description)
+        case .array(let a): return .array(a.map(json))
+        case .dictionary(let d): return .object(JSONObject(d.sorted { $0.key < $1.key }.map { ($0.key, json($0.value)) }))
+        }
     }
 }

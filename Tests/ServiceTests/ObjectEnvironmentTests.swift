@@ -16,6 +16,7 @@ import TestSupport
         let requestSettings = RequestSettings(maxBufferBytes: 1 << 20, maxRedirects: 3, maxResponseBytes: nil)
         let clock: ServerClock
         let egressProxy: ProxySettings? = nil
+        let secretQueryNames = URLRedaction.defaultSecretQueryNames
         private let loop: Loop
         var settled = 0
         var cookieNotices: [String] = []
@@ -29,6 +30,8 @@ import TestSupport
 
         func cookiesMayHaveChanged(for principal: Principal) { cookieNotices.append(principal.name) }
         func objectMayHaveSettled() { settled += 1 }
+        var finishedEntries: [AccessLogEntry] = []
+        func finished(_ entry: AccessLogEntry) { finishedEntries.append(entry) }
         func soon(_ body: @escaping () -> Void) {
             guard let t = try? EventLoop.Timer(loop: loop) else { return }
             t.start(timeout: 0) {
@@ -80,6 +83,9 @@ import TestSupport
         #expect(principal.transfersInFlight == 0)
         #expect(env.settled > 0, "the object told its environment that a stop may be over")
         #expect(env.cookieNotices == ["solo"], "the transfer used the principal's jar, which may need saving")
+        #expect(env.finishedEntries.count == 1)
+        #expect(env.finishedEntries.first.map { ($0.principal, $0.method, $0.status, $0.bytesIn, $0.reason) }
+            .map { $0 == ("solo", "GET", 200, 1000, nil) } == true, "\(env.finishedEntries)")
 
         var closed = false
         r.release()

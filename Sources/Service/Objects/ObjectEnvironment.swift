@@ -14,10 +14,14 @@ protocol ObjectEnvironment: AnyObject {
     var clock: ServerClock { get }
     /// The server's egress proxy, for principals that asked for secure communication.
     var egressProxy: ProxySettings? { get }
+    /// The query parameters whose values a shown URL hides (`URLRedaction`).
+    var secretQueryNames: Set<String> { get }
     /// A transfer that used `principal`'s cookie jar ended: the jar may need saving.
     func cookiesMayHaveChanged(for principal: Principal)
     /// An object ended a transfer or emptied its buffer: a graceful stop may be over.
     func objectMayHaveSettled()
+    /// An object finished its work (a request reached DONE): one line of the access log.
+    func finished(_ entry: AccessLogEntry)
     /// Runs `body` on the next turn of the loop, outside the callback it is called from.
     func soon(_ body: @escaping () -> Void)
 }

@@ -14,7 +14,13 @@ extension HTTPRequest {
             switch action {
             case .notify(let s):
                 touch()
-                if s == .done { hub.flushProgress(of: self) }
+                if s == .done {
+                    hub.flushProgress(of: self)
+                    if let started = sentAt {
+                        sentAt = nil
+                        env.finished(accessLogEntry(since: started))
+                    }
+                }
                 // Reaching DONE ends a transfer; `open` discards unread bytes.
                 env.objectMayHaveSettled()
                 hub.stateChanged(self, to: s)
@@ -144,8 +150,16 @@ extension HTTPRequest {
         }
     }
 
+    /// The access log's line for the exchange that just ended.
+    private func accessLogEntry(since started: Double) -> AccessLogEntry {
+        AccessLogEntry(principal: principal.name, method: method, url: displayURL, status: status,
+                       reason: status == 0 ? statusText : nil, bytesIn: receivedBytes, bytesOut: sentBytes,
+                       durationMs: Int(((env.clock.now() - started) * 1000).rounded()), attempts: 1)
+    }
+
     /// A transfer stopped for good; if it used the jar, it may have stored cookies.
     private func transferEnded(_ t: Transfer) {
+        sentBytes = Int(max(0, progress.uploaded))
         principal.usage.httpBytesSent += UInt64(max(0, progress.uploaded))
         if t.request.cookieJar != nil { env.cookiesMayHaveChanged(for: principal) }
     }

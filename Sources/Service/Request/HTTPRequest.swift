@@ -72,6 +72,10 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     }
     /// Body bytes received by the current transfer, for `--max-response-bytes`.
     var receivedBytes = 0
+    /// Request body bytes the last transfer sent, noted when it ended (the response's
+    /// clearing resets the progress figures), and when its send began: for the access log.
+    var sentBytes = 0
+    var sentAt: Double?
     var pendingHead: ResponseHead?
     var syncCall: RPCCall?
     var onDone: (() -> Void)?
@@ -198,6 +202,8 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         }
         transfer = t
         receivedBytes = 0
+        sentBytes = 0
+        sentAt = env.clock.now()
         syncCall = isAsync ? nil : call
         do {
             perform(try machine.send())
@@ -284,7 +290,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     }
 
     /// The URL without credentials, for `list` and logs.
-    var displayURL: String { URLRedaction.redact(url) }
+    var displayURL: String { URLRedaction.redact(url, secretNames: env.secretQueryNames) }
 
     func responseHeader(_ name: String) -> String {
         let wanted = name.lowercased()

@@ -15,6 +15,9 @@ public final class Server {
     public let config: ServerConfig
     let loop: Loop
     let logger: Logger
+    /// The access log (`finished(_:)`): a logger of its own label, so that operators can
+    /// tell its lines apart, at the server's level.
+    let accessLog: Logger
     let registry = MethodRegistry()
     let dispatcher: Dispatcher
     let engine: TransferEngine
@@ -57,6 +60,9 @@ public final class Server {
         self.config = config
         self.loop = loop
         self.logger = logger
+        var access = Logger(label: "xhrpc.access")
+        access.logLevel = logger.logLevel
+        accessLog = access
         dispatcher = Dispatcher(registry: registry)
         var engineOptions = config.engine
         if engineOptions.userAgent.isEmpty { engineOptions.userAgent = "xhrpc/\(Server.version)" }
@@ -146,7 +152,21 @@ public final class Server {
 extension Server: ObjectEnvironment {
     var clock: ServerClock { config.clock }
     var egressProxy: ProxySettings? { config.egressProxy }
+    var secretQueryNames: Set<String> { config.engine.secretQueryNames }
     func cookiesMayHaveChanged(for principal: Principal) { cookies.jarMayHaveChanged(principal) }
     func objectMayHaveSettled() { drainMayHaveEnded() }
+
+    /// The access log: one line per finished request at info level, under the label
+    /// `xhrpc.access`, with its figures as metadata (JSON keys with `--log-format json`).
+    func finished(_ e: AccessLogEntry) {
+        var meta: Logger.Metadata = [
+            "principal": .string(e.principal), "method": .string(e.method), "url": .string(e.url),
+            "status": .stringConvertible(e.status), "bytesIn": .stringConvertible(e.bytesIn),
+            "bytesOut": .stringConvertible(e.bytesOut), "durationMs": .stringConvertible(e.durationMs),
+            "attempts": .stringConvertible(e.attempts),
+        ]
+        if let reason = e.reason { meta["reason"] = .string(reason) }
+        accessLog.info("request finished", metadata: meta)
+    }
 }
 
