@@ -1,7 +1,8 @@
 # xhrpcd in a container: the build stage installs the same -dev packages as `make deps`
 # and builds release; the runtime stage is Debian slim with the shared libraries only.
 # The server listens on a Unix socket in the /run/xhrpc volume; share that volume with
-# the client containers. Persistent cookies are kept in the /var/lib/xhrpc volume. The
+# the client containers. The image carries the xhrpc command too (`docker exec ... xhrpc
+# --socket /run/xhrpc/xhrpc.sock call server.info`). Persistent cookies are kept in the /var/lib/xhrpc volume. The
 # egress policy is the default one (loopback and private ranges denied): add --allow
 # patterns for the internal hosts the clients may reach.
 
@@ -17,8 +18,10 @@ COPY Plugins ./Plugins
 COPY Benchmarks ./Benchmarks
 COPY Tests ./Tests
 COPY api ./api
+COPY examples ./examples
 RUN swift build -c release --product xhrpcd --static-swift-stdlib \
- && cp "$(swift build -c release --show-bin-path)/xhrpcd" /usr/local/bin/xhrpcd
+ && swift build -c release --product xhrpc --static-swift-stdlib \
+ && cp "$(swift build -c release --show-bin-path)/xhrpcd" "$(swift build -c release --show-bin-path)/xhrpc" /usr/local/bin/
 
 FROM debian:bookworm-slim
 RUN apt-get update \
@@ -29,7 +32,7 @@ RUN apt-get update \
  && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin xhrpc \
  && mkdir -p /run/xhrpc /var/lib/xhrpc && chown xhrpc:xhrpc /run/xhrpc /var/lib/xhrpc \
  && chmod 0700 /var/lib/xhrpc
-COPY --from=build /usr/local/bin/xhrpcd /usr/local/bin/xhrpcd
+COPY --from=build /usr/local/bin/xhrpcd /usr/local/bin/xhrpc /usr/local/bin/
 USER 10001:10001
 VOLUME ["/run/xhrpc", "/var/lib/xhrpc"]
 HEALTHCHECK --interval=30s --timeout=3s --retries=3 \
