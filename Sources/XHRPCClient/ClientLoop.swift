@@ -55,9 +55,15 @@ final class ClientLoop: @unchecked Sendable {
 
     // MARK: Any thread
 
-    /// Runs `job` on the loop thread, after the jobs posted before it.
+    /// Runs `job` on the loop thread, after the jobs posted before it; once the
+    /// connection has ended, drops it (nothing would ever run it, and the closure would
+    /// keep this object alive through `jobs`).
     func post(_ job: @escaping () -> Void) {
         lock.lock()
+        guard ended == nil else {
+            lock.unlock()
+            return
+        }
         jobs.append(job)
         lock.unlock()
         wakeup?.sender.send()
@@ -198,6 +204,7 @@ final class ClientLoop: @unchecked Sendable {
         ended = why
         let waiting = waiters
         waiters = [:]
+        jobs = []
         lock.unlock()
         var resumed = Set<ObjectIdentifier>()
         for w in waiting.values where resumed.insert(ObjectIdentifier(w)).inserted {

@@ -20,18 +20,22 @@ public struct ServerNotification: Sendable {
 /// the connection does. The connection runs on a thread of its own (`ClientLoop`).
 public final class XHRPCClient: Sendable {
     private let io: ClientLoop
-    private let ids = IDCounter()
+    private let ids: IDCounter
     /// Every notification the server sends to this connection, in order; it finishes
     /// when the connection ends. Iterate it from one task.
     public let notifications: AsyncStream<ServerNotification>
     /// The principal and admin flag the server gave for `auth`, when a token was used.
     public let authResult: JSONValue?
 
-    private init(io: ClientLoop, notifications: AsyncStream<ServerNotification>, authResult: JSONValue?) {
+    private init(io: ClientLoop, ids: IDCounter, notifications: AsyncStream<ServerNotification>, authResult: JSONValue?) {
         self.io = io
+        self.ids = ids
         self.notifications = notifications
         self.authResult = authResult
     }
+
+    /// A client nobody holds any more closes its connection (and its loop thread ends).
+    deinit { io.shutdown() }
 
     /// Connects, and calls `auth` first when the endpoint carries a token (a refused
     /// token closes the connection and throws).
@@ -42,26 +46,30 @@ public final class XHRPCClient: Sendable {
             io.post { io.connect(endpoint) { c.resume(returning: $0) } }
         }
         if let failure { throw failure }
-        var client = XHRPCClient(io: io, notifications: stream, authResult: nil)
+        let ids = IDCounter()
+        var authResult: JSONValue?
         if let token = endpoint.token {
             do {
-                let result = try await client.call("auth", ["token": .string(token)])
-                client = XHRPCClient(io: io, notifications: stream, authResult: result)
+                authResult = try await call(io, ids, "auth", ["token": .string(token)])
             } catch {
                 io.shutdown()
                 throw error
             }
         }
-        return client
+        return XHRPCClient(io: io, ids: ids, notifications: stream, authResult: authResult)
     }
 
     /// Calls `method` and returns its result, or throws the server's error
     /// (`XHRPCError.server`) or the connection's end.
     @discardableResult
     public func call(_ method: String, _ params: JSONValue? = nil) async throws -> JSONValue {
+        try await Self.call(io, ids, method, params)
+    }
+
+    private static func call(_ io: ClientLoop, _ ids: IDCounter, _ method: String, _ params: JSONValue?) async throws -> JSONValue {
         let id = ids.next()
-        let answer = try await io.send(Self.message(method, params, id: id), awaiting: [id])
-        return try Self.result(of: answer)
+        let answer = try await io.send(message(method, params, id: id), awaiting: [id])
+        return try result(of: answer)
     }
 
     /// Sends a notification: a call without an id, which the server does not answer.
