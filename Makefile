@@ -20,7 +20,7 @@ SWIFT_FLAGS ?=
 ARGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: run run-deps build release deps test-deps test swift-test client-test examples lint bench clean fuzz-build fuzz sanitize install
+.PHONY: run run-deps build release deps test-deps test swift-test client-test examples lint bench clean fuzz-build fuzz sanitize install mutation-check
 
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them).
 deps:
@@ -124,6 +124,21 @@ sanitize: test-deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	  swift test --sanitize address --disable-xctest --build-path .build/asan $(SWIFT_FLAGS)
 
+## mutation-check: proves that each security invariant of docs/SECURITY.md has a test
+## that fails without it. Each patch in Tests/Mutations switches one invariant off, and
+## Tests/Mutations/mutations.json names the tests that guard it. Tests/Mutations/run.py
+## applies the patches one at a time to a scratch worktree of the committed HEAD
+## (.build-mutation/tree; uncommitted changes are not part of it), whose own .build is
+## kept between mutations and runs so that every build but the first is incremental;
+## builds only what the guards need (xhrpcd, and the test bundle for the Swift guards);
+## runs the guards once unmutated (they must pass), then only each mutation's guards;
+## and prints `invariant → killed | survived` with the seconds each took. Any mutation
+## that survives, no longer applies or does not build fails the target. MUTATIONS="07
+## egress" runs only the patches whose names contain one of the words.
+MUTATIONS ?=
+mutation-check: test-deps
+	$(PYTHON) Tests/Mutations/run.py $(if $(MUTATIONS),--only $(MUTATIONS))
+
 ## fuzz: the libFuzzer target xhrpc-fuzz (Sources/xhrpc-fuzz: arbitrary bytes through a
 ## socket pair into a fresh Server with the real method table, no network) under
 ## AddressSanitizer, for FUZZ_SECONDS. It starts from a copy of Fuzz/corpus (the seeds
@@ -173,4 +188,5 @@ bench: test-deps
 	$(PYTHON) Benchmarks/run.py
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-mutation
+	@git worktree prune 2>/dev/null || true
