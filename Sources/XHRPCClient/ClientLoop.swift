@@ -19,7 +19,6 @@ import SecureStream
 final class ClientLoop: @unchecked Sendable {
     private let loop: Loop
     private var wakeup: AsyncWakeup?
-    private var thread: Thread?
     private var stream: (any ByteStream)?
     private let decoder = JSONStreamDecoder()
 
@@ -44,12 +43,14 @@ final class ClientLoop: @unchecked Sendable {
         loop = try Loop()
         notificationSink = notifications
         wakeup = try AsyncWakeup(loop: loop) { [unowned self] in runJobs() }
-        let thread = Thread { [self] in
-            loop.run()
-            try? loop.close()
+        // The thread holds the loop, not this object: a thread that held its owner
+        // would keep both alive for ever. Jobs hold this object until they have run.
+        let owned = LoopOwnership(loop)
+        let thread = Thread {
+            owned.loop.run()
+            try? owned.loop.close()
         }
         thread.name = "xhrpc-client"
-        self.thread = thread
         thread.start()
     }
 
@@ -231,4 +232,11 @@ final class ClientLoop: @unchecked Sendable {
                           NI_NUMERICHOST) == 0 else { return nil }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
+}
+
+/// The loop, handed to its thread. Unchecked: the thread is the only one that runs or
+/// closes it, and the other threads touch it only through the `AsyncWakeup` door.
+private final class LoopOwnership: @unchecked Sendable {
+    let loop: Loop
+    init(_ loop: Loop) { self.loop = loop }
 }
