@@ -250,6 +250,22 @@ class Redirects(EgressCase):
         self.assertNotIn("s3cret-pw", self.server.stderr_text())
         self.assertTrue(v4.accepted_nothing())
 
+    def test_the_refusal_text_and_notice_never_show_the_locations_password(self):
+        # The Location's own password, in what the server writes about the refusal: the
+        # status text and the "redirect refused" notice. (The caller's URL carries the
+        # target in its query here, and the access log shows that URL as written.)
+        v4 = self.sentinel()
+        shown = "http://127.0.0.1:%d/x" % v4.port
+        reply = self.fetch(redirect(self.upstream, "http://mallory:s3cret-pw@127.0.0.1:%d/x" % v4.port))
+        self.assertDenied(reply, "the redirect to %s was refused: 127.0.0.1:%d matches no allow pattern."
+                                 % (shown, v4.port))
+        notices = [l for l in self.server.stderr_text().splitlines() if "redirect refused: the redirect to" in l
+                   and "127.0.0.1:%d/x" % v4.port in l]
+        self.assertEqual(len(notices), 1, notices)
+        self.assertIn(shown, notices[0])
+        self.assertNotIn("s3cret-pw", notices[0])
+        self.assertTrue(v4.accepted_nothing())
+
     def test_redirect_to_a_name_with_only_denied_addresses(self):
         v4 = self.sentinel()
         reply = self.fetch(redirect(self.upstream, "http://localhost:%d/" % v4.port))
