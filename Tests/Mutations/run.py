@@ -42,6 +42,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -167,14 +168,16 @@ def run_logged(argv, cwd, log, timeout, env=None):
         try:
             code = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            # The whole process group: test servers and fixtures started by the guards.
-            try:
-                os.killpg(p.pid, 9)
-            except ProcessLookupError:
-                pass
-            p.wait()
             code = "timeout"
             f.write("\n[run.py] killed after %d s\n" % timeout)
+        # Whatever the command left in its process group goes too: a mutant can make a
+        # server that a test expected to refuse to start run on (and a guard that stops
+        # at its first failure leaves it there).
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        p.wait()
     return code, time.monotonic() - t0
 
 
