@@ -12,25 +12,33 @@ import XHRPCClient
         try await XHRPCClient.connect(.unix(path: server.socketPath))
     }
 
-    @Test func manyCallsInFlightOnOneConnection() async throws {
+    /// Runs `body` with a client of a fresh server and the fixture upstream; afterwards
+    /// the client closes, the upstream stops, and the server must stop with no handle left.
+    func withClient(_ body: (XHRPCClient, Upstream) async throws -> Void) async throws {
         let server = try TestServer()
         defer { #expect(server.stop() == []) }
         let upstream = try Upstream()
         defer { upstream.stop() }
         let client = try await connect(server)
         defer { client.close() }
-        let results = try await withThrowingTaskGroup(of: (Int, FetchResponse).self) { group in
-            for i in 0..<40 {
-                group.addTask { (i, try await client.fetch(upstream.url("/bytes/\(1000 + i)?seed=\(i)"))) }
+        try await body(client, upstream)
+    }
+
+    @Test func manyCallsInFlightOnOneConnection() async throws {
+        try await withClient { client, upstream in
+            let results = try await withThrowingTaskGroup(of: (Int, FetchResponse).self) { group in
+                for i in 0..<40 {
+                    group.addTask { (i, try await client.fetch(upstream.url("/bytes/\(1000 + i)?seed=\(i)"))) }
+                }
+                var out: [Int: FetchResponse] = [:]
+                for try await (i, r) in group { out[i] = r }
+                return out
             }
-            var out: [Int: FetchResponse] = [:]
-            for try await (i, r) in group { out[i] = r }
-            return out
-        }
-        #expect(results.count == 40)
-        for (i, r) in results {
-            #expect(r.status == 200)
-            #expect(r.body == FixturePattern.bytes(count: 1000 + i, seed: i), "fetch \(i)")
+            #expect(results.count == 40)
+            for (i, r) in results {
+                #expect(r.status == 200)
+                #expect(r.body == FixturePattern.bytes(count: 1000 + i, seed: i), "fetch \(i)")
+            }
         }
     }
 
@@ -65,46 +73,38 @@ import XHRPCClient
     }
 
     @Test func notificationsArriveInOrder() async throws {
-        let server = try TestServer()
-        defer { #expect(server.stop() == []) }
-        let upstream = try Upstream()
-        defer { upstream.stop() }
-        let client = try await connect(server)
-        defer { client.close() }
-        for outcome in try await client.batch([
-            ("create", ["request": "n1"]),
-            ("open", ["request": "n1", "method": "GET", "url": .string(upstream.url("/bytes/100"))]),
-            ("send", ["request": "n1"]),
-        ]) { _ = try outcome.get() }
-        var states: [String] = []
-        for await n in client.notifications where n.method == "onStateChange" {
-            states.append(n.params["stateName"]?.stringValue ?? "?")
-            if states.last == "DONE" { break }
+        try await withClient { client, upstream in
+            for outcome in try await client.batch([
+                ("create", ["request": "n1"]),
+                ("open", ["request": "n1", "method": "GET", "url": .string(upstream.url("/bytes/100"))]),
+                ("send", ["request": "n1"]),
+            ]) { _ = try outcome.get() }
+            var states: [String] = []
+            for await n in client.notifications where n.method == "onStateChange" {
+                states.append(n.params["stateName"]?.stringValue ?? "?")
+                if states.last == "DONE" { break }
+            }
+            #expect(states == ["OPENED", "SENT", "HEADERS_RECEIVED", "LOADING", "DONE"])
+            #expect(try await client.readBody("n1") == FixturePattern.bytes(count: 100))
         }
-        #expect(states == ["OPENED", "SENT", "HEADERS_RECEIVED", "LOADING", "DONE"])
-        #expect(try await client.readBody("n1") == FixturePattern.bytes(count: 100))
     }
 
     @Test func downloadReportsProgressAndRenamesWhenComplete() async throws {
-        let server = try TestServer()
-        defer { #expect(server.stop() == []) }
-        let upstream = try Upstream()
-        defer { upstream.stop() }
-        let client = try await connect(server)
-        defer { client.close() }
-        let dir = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let size = 3 * 1024 * 1024 + 5
-        let path = dir + "/body"
-        let seen = ProgressLog()
-        let result = try await client.download(upstream.url("/bytes/\(size)?seed=3"), to: path) { seen.add($0, $1) }
-        #expect(result.status == 200)
-        #expect(FileManager.default.contents(atPath: path).map { [UInt8]($0) } == FixturePattern.bytes(count: size, seed: 3))
-        #expect(!FileManager.default.fileExists(atPath: path + ".part"))
-        let reports = seen.reports
-        #expect(!reports.isEmpty)
-        #expect(reports.last.map { $0.0 == Int64(size) && $0.1 == Int64(size) } == true, "\(reports.suffix(2))")
-        #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "received only grows")
+        try await withClient { client, upstream in
+            let dir = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let size = 3 * 1024 * 1024 + 5
+            let path = dir + "/body"
+            let seen = ProgressLog()
+            let result = try await client.download(upstream.url("/bytes/\(size)?seed=3"), to: path) { seen.add($0, $1) }
+            #expect(result.status == 200)
+            #expect(FileManager.default.contents(atPath: path).map { [UInt8]($0) } == FixturePattern.bytes(count: size, seed: 3))
+            #expect(!FileManager.default.fileExists(atPath: path + ".part"))
+            let reports = seen.reports
+            #expect(!reports.isEmpty)
+            #expect(reports.last.map { $0.0 == Int64(size) && $0.1 == Int64(size) } == true, "\(reports.suffix(2))")
+            #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "received only grows")
+        }
     }
 
     @Test func theConnectionsEndReachesEveryWaitingCall() async throws {
