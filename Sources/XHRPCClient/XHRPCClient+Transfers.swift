@@ -28,20 +28,49 @@ extension XHRPCClient {
                              headers: headerPairs, body: try Self.bytes(of: r["body"], encoding: r["encoding"]))
     }
 
+    /// Starts a request on the object API: `create`, then `open`, the headers and `send`
+    /// in one batch (the first failure among them is thrown). Returns its handle; the
+    /// caller reads it (`readBody`) and releases it.
+    public func startRequest(_ url: String, method: String = "GET", headers: [(String, String)] = [],
+                             body: [UInt8]? = nil, timeout: Double? = nil) async throws -> String {
+        let handle = try await call("create")["request"]?.stringValue ?? ""
+        var calls: [(method: String, params: JSONValue?)] = [
+            ("open", ["request": .string(handle), "method": .string(method), "url": .string(url), "subscribe": false]),
+        ]
+        for (name, value) in headers {
+            calls.append(("setRequestHeader", ["request": .string(handle), "header": .string(name), "value": .string(value)]))
+        }
+        var send: JSONObject = ["request": .string(handle)]
+        if let body { send["bodyBase64"] = .string(Data(body).base64EncodedString()) }
+        if let timeout { send["timeout"] = .double(timeout) }
+        calls.append(("send", .object(send)))
+        for outcome in try await batch(calls) { _ = try outcome.get() }
+        return handle
+    }
+
     /// Reads a request's body to its end: `getReceiveBuffer` until it says `done`, each
     /// piece handed to `sink` as it comes (so a large body needs no memory of its own
-    /// here). Between empty reads it waits a little (10 ms, then up to 100 ms).
+    /// here). `head` runs once, before the first piece (or at the end when there is
+    /// none): the response head is in by then. Between empty reads it waits a little
+    /// (10 ms, then up to 100 ms).
     public func readBody(_ request: String, maxBytesPerCall: Int = 4 << 20,
+                         head: (() async throws -> Void)? = nil,
                          _ sink: ([UInt8]) throws -> Void) async throws {
         var idle = 0
+        var headSeen = false
         while true {
             let chunk = try await call("getReceiveBuffer", ["request": .string(request), "maxBytes": .int(Int64(maxBytesPerCall))])
             let bytes = try Self.bytes(of: chunk["data"], encoding: chunk["encoding"])
+            let done = chunk["done"]?.boolValue == true
+            if !headSeen, !bytes.isEmpty || done {
+                headSeen = true
+                try await head?()
+            }
             if !bytes.isEmpty {
                 try sink(bytes)
                 idle = 0
             }
-            if chunk["done"]?.boolValue == true { return }
+            if done { return }
             if bytes.isEmpty {
                 idle += 1
                 try await Task.sleep(nanoseconds: UInt64(min(10 * idle, 100)) * 1_000_000)
@@ -64,19 +93,8 @@ extension XHRPCClient {
     public func download(_ url: String, to path: String, method: String = "GET", headers: [(String, String)] = [],
                          timeout: Double? = nil,
                          progress: ((_ received: Int64, _ total: Int64) -> Void)? = nil) async throws -> (status: Int, statusText: String) {
-        let handle = try await call("create")["request"]?.stringValue ?? ""
+        let handle = try await startRequest(url, method: method, headers: headers, timeout: timeout)
         defer { notify("release", ["request": .string(handle)]) }
-        var calls: [(method: String, params: JSONValue?)] = [
-            ("open", ["request": .string(handle), "method": .string(method), "url": .string(url), "subscribe": false]),
-        ]
-        for (name, value) in headers {
-            calls.append(("setRequestHeader", ["request": .string(handle), "header": .string(name), "value": .string(value)]))
-        }
-        var send: JSONObject = ["request": .string(handle)]
-        if let timeout { send["timeout"] = .double(timeout) }
-        calls.append(("send", .object(send)))
-        for outcome in try await batch(calls) { _ = try outcome.get() }
-
         let partPath = path + ".part"
         guard FileManager.default.createFile(atPath: partPath, contents: nil),
               let file = FileHandle(forWritingAtPath: partPath) else {
@@ -84,28 +102,11 @@ extension XHRPCClient {
         }
         var received: Int64 = 0
         var total: Int64 = -1
-        var totalAsked = false
         do {
-            var idle = 0
-            while true {
-                let chunk = try await call("getReceiveBuffer", ["request": .string(handle), "maxBytes": .int(4 << 20)])
-                let bytes = try Self.bytes(of: chunk["data"], encoding: chunk["encoding"])
-                if !bytes.isEmpty, !totalAsked {
-                    // The head is in once bytes are: its length, unless a coding changes it.
-                    totalAsked = true
-                    total = try await expectedLength(handle) ?? -1
-                }
-                if !bytes.isEmpty {
-                    try file.write(contentsOf: bytes)
-                    received += Int64(bytes.count)
-                    progress?(received, total)
-                    idle = 0
-                }
-                if chunk["done"]?.boolValue == true { break }
-                if bytes.isEmpty {
-                    idle += 1
-                    try await Task.sleep(nanoseconds: UInt64(min(10 * idle, 100)) * 1_000_000)
-                }
+            try await readBody(handle, head: { total = try await self.expectedLength(handle) ?? -1 }) { bytes in
+                try file.write(contentsOf: bytes)
+                received += Int64(bytes.count)
+                progress?(received, total)
             }
             try file.close()
         } catch {
@@ -119,15 +120,15 @@ extension XHRPCClient {
             try? FileManager.default.removeItem(atPath: partPath)
             throw XHRPCError.connection(statusText)
         }
-        if received == 0 { progress?(0, try await expectedLength(handle) ?? 0) }
+        if received == 0 { progress?(0, max(total, 0)) }
         _ = try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.moveItem(atPath: partPath, toPath: path)
         return (status, statusText)
     }
 
     /// The body length the response announced, when its bytes arrive as announced
-    /// (no Content-Encoding, which libcurl decodes).
-    private func expectedLength(_ handle: String) async throws -> Int64? {
+    /// (no Content-Encoding, which libcurl decodes); nil when unknown.
+    public func expectedLength(_ handle: String) async throws -> Int64? {
         let coding = try await call("getResponseHeader", ["request": .string(handle), "header": "Content-Encoding"])
         guard coding.stringValue?.isEmpty ?? true else { return nil }
         return try await call("getResponseHeader", ["request": .string(handle), "header": "Content-Length"])

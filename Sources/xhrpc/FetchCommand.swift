@@ -70,21 +70,9 @@ struct FetchCommand: AsyncParsableCommand {
         }
     }
 
-    /// create, open, headers and send in one batch; then the body, read as it comes.
+    /// The request (`startRequest`), then its body, written as it comes (`readBody`).
     private func transfer(_ client: XHRPCClient, method: String, headers: [(String, String)], body: [UInt8]?) async throws -> Int {
-        let handle = try await client.call("create")["request"]?.stringValue ?? ""
-        var calls: [(method: String, params: JSONValue?)] = [
-            ("open", ["request": .string(handle), "method": .string(method), "url": .string(url), "subscribe": false]),
-        ]
-        for (name, value) in headers {
-            calls.append(("setRequestHeader", ["request": .string(handle), "header": .string(name), "value": .string(value)]))
-        }
-        var send: JSONObject = ["request": .string(handle)]
-        if let body { send["bodyBase64"] = .string(Data(body).base64EncodedString()) }
-        if let timeout { send["timeout"] = .double(timeout) }
-        calls.append(("send", .object(send)))
-        for outcome in try await client.batch(calls) { _ = try outcome.get() }
-
+        let handle = try await client.startRequest(url, method: method, headers: headers, body: body, timeout: timeout)
         let out: FileHandle
         if let output {
             guard FileManager.default.createFile(atPath: output, contents: nil), let f = FileHandle(forWritingAtPath: output) else {
@@ -97,41 +85,21 @@ struct FetchCommand: AsyncParsableCommand {
         var bar = ProgressBar(enabled: !silent)
         var received: Int64 = 0
         var total: Int64 = -1
-        var headPrinted = false
-        var idle = 0
-        while true {
-            let chunk = try await client.call("getReceiveBuffer", ["request": .string(handle), "maxBytes": .int(1 << 20)])
-            let done = chunk["done"]?.boolValue == true
-            let bytes = Data(base64Encoded: chunk["data"]?.stringValue ?? "") ?? Data()
-            if !headPrinted, !bytes.isEmpty || done {
-                headPrinted = true
-                if let length = try await client.call("getResponseHeader", ["request": .string(handle), "header": "Content-Length"])
-                    .stringValue.flatMap({ Int64($0) }),
-                   (try await client.call("getResponseHeader", ["request": .string(handle), "header": "Content-Encoding"])
-                    .stringValue ?? "").isEmpty {
-                    total = length
+        try await client.readBody(handle, maxBytesPerCall: 1 << 20, head: {
+            total = try await client.expectedLength(handle) ?? -1
+            if fail {
+                // As curl's --fail: no body of an error response, and status 22.
+                let status = try await client.call("getStatus", ["request": .string(handle)]).int64Value ?? 0
+                if status >= 400 {
+                    let text = try await client.call("getStatusText", ["request": .string(handle)]).stringValue ?? ""
+                    exitWithError("the server answered \(status) \(text)", status: ExitStatus.httpError)
                 }
-                if fail {
-                    // As curl's --fail: no body of an error response, and status 22.
-                    let status = try await client.call("getStatus", ["request": .string(handle)]).int64Value ?? 0
-                    if status >= 400 {
-                        let text = try await client.call("getStatusText", ["request": .string(handle)]).stringValue ?? ""
-                        exitWithError("the server answered \(status) \(text)", status: ExitStatus.httpError)
-                    }
-                }
-                if include { try await printHead(client, handle, to: out) }
             }
-            if !bytes.isEmpty {
-                try out.write(contentsOf: bytes)
-                received += Int64(bytes.count)
-                bar.update(received: received, total: total)
-                idle = 0
-            }
-            if done { break }
-            if bytes.isEmpty {
-                idle += 1
-                try await Task.sleep(nanoseconds: UInt64(min(10 * idle, 100)) * 1_000_000)
-            }
+            if include { try await printHead(client, handle, to: out) }
+        }) { bytes in
+            try out.write(contentsOf: Data(bytes))
+            received += Int64(bytes.count)
+            bar.update(received: received, total: total)
         }
         bar.finish(received: received, total: total)
         if output != nil { try out.close() }
