@@ -13,7 +13,7 @@ const { spawn, execFile } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
-const { REPO } = require('./support');
+const { REPO, waitExit } = require('./support');
 const { defaultSocketPath } = require('..');
 
 const PACKAGE_DIR = path.resolve(__dirname, '..');
@@ -116,21 +116,6 @@ function writeTsconfig(dir, files) {
     compilerOptions: { strict: true, target: 'es2020', lib: ['es2020'], module: 'commonjs', types: [], outDir: 'out' },
     files,
   }, null, 2));
-}
-
-function waitExit(child, ms) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => {
-    const onExit = (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    };
-    const timer = setTimeout(() => {
-      child.removeListener('exit', onExit);
-      resolve(undefined);
-    }, ms);
-    child.once('exit', onExit);
-  });
 }
 
 function canConnect(socketPath) {

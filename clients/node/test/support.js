@@ -350,4 +350,4 @@ async function closing(t, clientPromise) {
   return c;
 }
 
-module.exports = { BOUNDED, REPO, XhrpcServer, Upstream, makeCerts, patternBytes, useServer, closing, freeTcpPort };
+module.exports = { BOUNDED, REPO, XhrpcServer, Upstream, makeCerts, patternBytes, useServer, closing, freeTcpPort, waitExit };

@@ -39,7 +39,7 @@ from typing import (Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Iterab
 
 from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _READ_CALL_TIMEOUT,
                      _READ_SIZE, BatchCall, ConnectionClosed, RPCError, TransferError,
-                     _chunk_bytes, _DownloadState, _download_calls, _download_handle, _end_calls,
+                     _batch_messages, _chunk_bytes, _DownloadState, _download_calls, _download_handle, _end_calls,
                      _error_of, _expected_total, _fetch_params, _header_calls, _id_key,
                      _is_notification, _is_response, _prepared, _raise_first_error, _read_params,
                      _request_of, _result_of, _send_params, _status_calls, _unlink_quietly,
@@ -402,18 +402,7 @@ class AsyncClient:
         tuples, as the synchronous client's ``batch``; an all-notification batch
         returns ``[]`` without waiting.
         """
-        msgs: List[Dict[str, Any]] = []
-        ids: List[int] = []
-        for c in calls:
-            method, params = c[0], c[1]
-            is_notification = len(c) > 2 and bool(c[2])
-            m: Dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-            if params is not None:
-                m["params"] = params
-            if not is_notification:
-                m["id"] = self.next_id()
-                ids.append(m["id"])
-            msgs.append(m)
+        msgs, ids = _batch_messages(calls, self.next_id)
         if not ids:
             await self.send(msgs)
             return []

@@ -268,6 +268,28 @@ def encode(message: Any) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 
 
+def _batch_messages(calls: Iterable[BatchCall], next_id: Callable[[], int]) -> Tuple[List[Dict[str, Any]], List[int]]:
+    """The messages of a batch and the ids of its calls that are not notifications.
+
+    ``calls`` holds ``(method, params)`` or ``(method, params, is_notification)``
+    tuples; ``next_id`` gives each call that wants an answer its id.  One reading of a
+    batch for the synchronous and the asyncio client.
+    """
+    msgs: List[Dict[str, Any]] = []
+    ids: List[int] = []
+    for c in calls:
+        method, params = c[0], c[1]
+        is_notification = len(c) > 2 and bool(c[2])
+        m: Dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            m["params"] = params
+        if not is_notification:
+            m["id"] = next_id()
+            ids.append(m["id"])
+        msgs.append(m)
+    return msgs, ids
+
+
 def _is_response(msg: Any) -> bool:
     return isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg)
 
@@ -705,18 +727,7 @@ class Client:
         tuples.  The result lists one response object per call that is not a
         notification; an all-notification batch returns ``[]`` without waiting.
         """
-        msgs = []
-        ids = []
-        for c in calls:
-            method, params = c[0], c[1]
-            is_notification = len(c) > 2 and bool(c[2])
-            m: Dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-            if params is not None:
-                m["params"] = params
-            if not is_notification:
-                m["id"] = self.next_id()
-                ids.append(m["id"])
-            msgs.append(m)
+        msgs, ids = _batch_messages(calls, self.next_id)
         self.send(msgs)
         if not ids:
             return []
@@ -728,7 +739,7 @@ class Client:
                         any(isinstance(r, dict) and r.get("id") in wanted for r in msg))
 
         msg = self._take(match, timeout, "the batch response to ids %r" % ids).message
-        order = {rid: i for i, rid in enumerate(ids)}
+        order: Dict[Any, int] = {rid: i for i, rid in enumerate(ids)}
         return sorted(msg, key=lambda r: order.get(r.get("id") if isinstance(r, dict) else None, len(ids)))
 
     # ---- notifications and raw messages ---------------------------------
