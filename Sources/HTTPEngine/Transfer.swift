@@ -36,6 +36,8 @@ public final class Transfer {
     /// body is framed by Transfer-Encoding (as RFC 9112 §6.3 says), and the connection
     /// is not reused afterwards (`TransferEngine.retireConnection`).
     var connectionSuspect = false
+    /// Where the caller's URL leads, read once at `start`: credentials go only there.
+    var origin: URLTarget?
     /// When the first hop started (`monotonicSeconds`), for the whole run's timeout and
     /// `TransferMetrics.totalTime`; connections opened by earlier hops.
     var startedAt = 0.0

@@ -47,7 +47,7 @@ extension TransferEngine {
                                        "Operation timed out after \(Int(t.request.timeout * 1000)) milliseconds, while following a redirect")
             }
         }
-        let sameOrigin = (try? TransferEngine.validate(url: t.request.url)).map { origin in
+        let sameOrigin = t.origin.map { origin in
             origin.scheme == next.target.scheme && origin.port == next.target.port
                 && origin.host.lowercased() == next.target.host.lowercased()
         } ?? false
@@ -108,8 +108,9 @@ extension TransferEngine {
     }
 
     /// Makes sure a cached connection is not used again: its reading side is shut, so
-    /// libcurl's liveness check finds it dead before any reuse (see
-    /// `closeConnections(usedBy:)`).
+    /// libcurl's liveness check finds it dead before any reuse (why only reading: see
+    /// `closeConnections(usedBy:)`). A connection libcurl is watching again, or one it
+    /// already closed, is left alone.
     func retire(_ w: SocketWatch) {
         guard watch(w.fd) === w, w.openedByEngine, !w.watching else { return }
         _ = Glibc.shutdown(w.fd, Int32(SHUT_RD))

@@ -141,6 +141,7 @@ public final class TransferEngine {
                                   "This transfer was already started; make a new Transfer for each request")
         }
         let target = try TransferEngine.validate(url: t.request.url)
+        t.origin = target
         t.startedAt = TransferEngine.monotonicSeconds()
         if let denial = startDenial(target) {
             deny(t, denial)
@@ -246,9 +247,8 @@ public final class TransferEngine {
     public func closeConnections(usedBy t: Transfer) {
         guard isOpen, t.state == .finished, let w = t.lastConnection else { return }
         t.lastConnection = nil
-        guard watch(w.fd) === w, w.openedByEngine, !w.watching else { return }
         if let user = w.lastUser, active.values.contains(where: { $0.slot?.easy.raw == user }) { return }
-        _ = Glibc.shutdown(w.fd, Int32(SHUT_RD))
+        retire(w)
     }
 
     // MARK: - Driving libcurl

@@ -31,7 +31,7 @@ import TestSupport
         func cookiesMayHaveChanged(for principal: Principal) { cookieNotices.append(principal.name) }
         func objectMayHaveSettled() { settled += 1 }
         var finishedEntries: [AccessLogEntry] = []
-        func finished(_ entry: AccessLogEntry) { finishedEntries.append(entry) }
+        func finished(_ entry: @autoclosure () -> AccessLogEntry) { finishedEntries.append(entry()) }
         func soon(_ body: @escaping () -> Void) {
             guard let t = try? EventLoop.Timer(loop: loop) else { return }
             t.start(timeout: 0) {

@@ -21,7 +21,8 @@ protocol ObjectEnvironment: AnyObject {
     /// An object ended a transfer or emptied its buffer: a graceful stop may be over.
     func objectMayHaveSettled()
     /// An object finished its work (a request reached DONE): one line of the access log.
-    func finished(_ entry: AccessLogEntry)
+    /// The entry is made only when the log takes it (a URL's redaction is not free).
+    func finished(_ entry: @autoclosure () -> AccessLogEntry)
     /// Runs `body` on the next turn of the loop, outside the callback it is called from.
     func soon(_ body: @escaping () -> Void)
 }

@@ -158,7 +158,9 @@ extension Server: ObjectEnvironment {
 
     /// The access log: one line per finished request at info level, under the label
     /// `xhrpc.access`, with its figures as metadata (JSON keys with `--log-format json`).
-    func finished(_ e: AccessLogEntry) {
+    func finished(_ entry: @autoclosure () -> AccessLogEntry) {
+        guard accessLog.logLevel <= .info else { return }
+        let e = entry()
         var meta: Logger.Metadata = [
             "principal": .string(e.principal), "method": .string(e.method), "url": .string(e.url),
             "status": .stringConvertible(e.status), "bytesIn": .stringConvertible(e.bytesIn),
