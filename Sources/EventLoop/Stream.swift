@@ -394,15 +394,18 @@ public final class Stream: UVHandle {
     /// once, from the loop, with the connected stream (TCP_NODELAY set) or the error —
     /// even when the arguments are invalid, so callers need only one error path. (The one
     /// exception, a failing `uv_tcp_init`, reports at once; libuv 1.44 never fails it.)
+    /// Returns the stream being connected, so that the caller can give up by closing it
+    /// (`done` then reports ECANCELED); nil only in that exceptional case.
+    @discardableResult
     public static func connectTCP(
         loop: Loop, host: String, port: Int, _ done: @escaping (Result<Stream, UVError>) -> Void
-    ) {
+    ) -> Stream? {
         let stream = Stream(loop: loop, tcp: true)
         do {
             try stream.initialize()
         } catch {
             done(.failure(error as? UVError ?? UVError(UVErrorCode.einval, "uv_tcp_init")))
-            return
+            return nil
         }
         var address: sockaddr_storage
         do {
@@ -411,7 +414,7 @@ public final class Stream: UVHandle {
             // Closing first makes the failure arrive from the loop like every other one.
             let failure = error as? UVError ?? UVError(UVErrorCode.einval, "connect \(host):\(port)")
             stream.close { done(.failure(failure)) }
-            return
+            return stream
         }
         stream.connectDone = done
         let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
@@ -428,6 +431,7 @@ public final class Stream: UVHandle {
             let failure = UVError(rc, "connect \(host):\(port)")
             stream.close { done(.failure(failure)) }
         }
+        return stream
     }
 
     /// Connects to the Unix-domain socket at `path`. `done` runs once, from the loop,

@@ -28,8 +28,9 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
 /// server's memory growing with each client), and lets OpenSSL free a connection's
 /// buffers while it is idle.
 ///
-/// The client side exists for the tests of this module, which talk to the server side
-/// through the same code; it verifies the peer against a CA file and a host name.
+/// The client side serves the raw sockets the server opens for its clients (and the
+/// tests of this module, which talk to the server side through the same code); it
+/// verifies the peer against a CA file and a host name unless a connection says not to.
 ///
 /// Also holds two scratch buffers that every `TLSStream` of the context uses in turn:
 /// OpenSSL's output is copied through one into the socket, and decrypted bytes are read
@@ -97,6 +98,21 @@ public final class TLSContext {
             throw TLSError("cannot load the system's CA certificates: \(Self.openSSLErrors())")
         }
         SSL_CTX_set_verify(context.raw, SSL_VERIFY_PEER, nil)
+        return context
+    }
+
+    /// A client context for connections the server makes on a client's behalf (raw
+    /// sockets): it trusts the CAs in `caFile` (PEM), or the system's when nil, verifies
+    /// peers unless a connection says otherwise, and accepts TLS 1.3 only when
+    /// `tls13Only`.
+    public static func client(caFile: String?, tls13Only: Bool) throws(TLSError) -> TLSContext {
+        let context: TLSContext
+        if let caFile { context = try TLSContext(trusting: caFile) } else { context = try trustingSystemCAs() }
+        if tls13Only {
+            guard SSL_CTX_ctrl(context.raw, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_3_VERSION), nil) == 1 else {
+                throw TLSError("cannot require TLS 1.3: \(openSSLErrors())")
+            }
+        }
         return context
     }
 

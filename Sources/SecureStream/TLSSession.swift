@@ -1,4 +1,11 @@
 import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One TLS connection's OpenSSL state, with no I/O: ciphertext from the peer goes in
 /// through `receive` (an input memory BIO), ciphertext for the peer comes out through
@@ -30,9 +37,13 @@ final class TLSSession {
     /// Ciphertext for the peer, written by OpenSSL. Owned by `ssl`.
     private let output: OpaquePointer
 
-    /// A session of the context's role. `serverName` is what a client verifies the
-    /// server's certificate against and sends as SNI; a server ignores it.
-    init(context: TLSContext, serverName: String? = nil) throws(TLSError) {
+    /// A session of the context's role. A client checks the server's certificate:
+    /// against the context's CAs unless `verifyPeer` is false, and against `serverName`
+    /// (a DNS name, or an IP literal checked against the certificate's IP addresses)
+    /// unless `verifyHost` is false. A DNS `serverName` is also sent as SNI, whether or
+    /// not it is verified (RFC 6066 sends no literal). A server ignores all three.
+    init(context: TLSContext, serverName: String? = nil, verifyPeer: Bool = true,
+         verifyHost: Bool = true) throws(TLSError) {
         ERR_clear_error()
         guard let ssl = SSL_new(context.raw) else {
             throw TLSError("cannot make a TLS connection: \(TLSContext.openSSLErrors())")
@@ -49,21 +60,38 @@ final class TLSSession {
         self.ssl = ssl
         self.input = input
         self.output = output
+        isClient = context.role == .client
         switch context.role {
         case .server:
             SSL_set_accept_state(ssl)
         case .client:
             SSL_set_connect_state(ssl)
-            if let serverName {
+            if !verifyPeer { SSL_set_verify(ssl, SSL_VERIFY_NONE, nil) }
+            guard let serverName else { break }
+            let isLiteral = Self.isIPLiteral(serverName)
+            if !isLiteral {
                 // SSL_set_tlsext_host_name is an SSL_ctrl macro.
                 _ = serverName.withCString {
                     SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: $0))
                 }
-                guard SSL_set1_host(ssl, serverName) == 1 else {
-                    throw TLSError("cannot verify against the name \(serverName): \(TLSContext.openSSLErrors())")
-                }
+            }
+            guard verifyPeer, verifyHost else { break }
+            let named = isLiteral
+                ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
+                : SSL_set1_host(ssl, serverName)
+            guard named == 1 else {
+                throw TLSError("cannot verify against the name \(serverName): \(TLSContext.openSSLErrors())")
             }
         }
+    }
+
+    private let isClient: Bool
+
+    /// Whether `name` is an IPv4 or IPv6 literal rather than a DNS name.
+    static func isIPLiteral(_ name: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, name, &v4) == 1 || inet_pton(AF_INET6, name, &v6) == 1
     }
 
     deinit { SSL_free(ssl) }
@@ -89,7 +117,12 @@ final class TLSSession {
         ERR_clear_error()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 { return nil }
-        return outcome(rc, "TLS handshake")
+        let result = outcome(rc, "TLS handshake")
+        if isClient, case .failed = result, case let verify = SSL_get_verify_result(ssl), verify != X509_V_OK {
+            // The queue says only "certificate verify failed"; the result says why.
+            return .failed("SSL certificate problem: \(String(cString: X509_verify_cert_error_string(verify)))")
+        }
+        return result
     }
 
     /// What `read` delivered.

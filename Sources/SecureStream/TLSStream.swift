@@ -52,6 +52,7 @@ public final class TLSStream: ByteStream {
     private let handshakeTimeout: UInt64
 
     private var onRead: ((EventLoop.Stream.ReadEvent) -> Void)?
+    private var onHandshake: ((UVError?) -> Void)?
 
     /// See `ByteStream.onDrain`.
     public var onDrain: (() -> Void)?
@@ -79,12 +80,18 @@ public final class TLSStream: ByteStream {
     /// starts the handshake. `serverName` is what a client verifies the certificate
     /// against. Throws `TLSError` or `UVError` when OpenSSL or libuv refuse; the
     /// transport is then left as it was, for the caller to close.
+    /// `verifyPeer` and `verifyHost` switch a client's checks off (`TLSSession`).
+    /// `onHandshake` runs once when the handshake has finished (nil) or failed (why),
+    /// before any read event.
     public init(wrapping transport: EventLoop.Stream, context: TLSContext, serverName: String? = nil,
-                handshakeTimeout: UInt64 = TLSStream.defaultHandshakeTimeout) throws {
+                verifyPeer: Bool = true, verifyHost: Bool = true,
+                handshakeTimeout: UInt64 = TLSStream.defaultHandshakeTimeout,
+                onHandshake: ((UVError?) -> Void)? = nil) throws {
         self.transport = transport
         self.context = context
         self.handshakeTimeout = handshakeTimeout
-        session = try TLSSession(context: context, serverName: serverName)
+        self.onHandshake = onHandshake
+        session = try TLSSession(context: context, serverName: serverName, verifyPeer: verifyPeer, verifyHost: verifyHost)
         timer = try EventLoop.Timer(loop: transport.loop)
         do {
             try transport.startReading { [self] event in transportRead(event) }
@@ -214,6 +221,11 @@ public final class TLSStream: ByteStream {
         } else if inputEnd == nil {
             transport.stopReading()
         }
+        // Last, so that an owner who starts reading from here finds the socket settled.
+        if let told = onHandshake, !isClosed {
+            onHandshake = nil
+            told(nil)
+        }
     }
 
     private func handshakeTimedOut() {
@@ -224,8 +236,11 @@ public final class TLSStream: ByteStream {
     /// Closes, then tells a reading owner why, so it forgets the connection.
     private func handshakeFailed(_ code: Int32, _ reason: String) {
         let owner = ownerReading ? onRead : nil
+        let told = onHandshake
+        onHandshake = nil
         let error = UVError(code, "\(reason) (peer \(peerDescription))")
         close()
+        told?(error)
         owner?(.error(error))
     }
 

@@ -114,5 +114,6 @@ private func plainClient(_ harness: LoopHarness, _ outcome: Outcome, port: Int, 
     try harness.run()
     #expect(outcome.events == ["error"])
     #expect(outcome.error?.operation.contains("alert") == true, "\(String(describing: outcome.error))")
-    #expect(clientError?.operation.contains("certificate verify failed") == true, "\(String(describing: clientError))")
+    #expect(clientError?.operation.hasPrefix("SSL certificate problem: unable to get local issuer certificate") == true,
+            "the verification result says why: \(String(describing: clientError))")
 }
