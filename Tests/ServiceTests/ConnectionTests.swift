@@ -56,7 +56,7 @@ import TestSupport
             try c.call("create", ["request": "l1"])
             try c.call("open", ["request": "l1", "method": "GET", "url": .string("http://user:secret@127.0.0.1:\(up.port)/x"), "password": "pw"])
             let list = try c.call("list")
-            #expect(list == [["request": "l1", "state": 1, "stateName": "OPENED", "method": "GET",
+            #expect(list == [["request": "l1", "kind": "request", "state": 1, "stateName": "OPENED", "method": "GET",
                               "url": .string("http://127.0.0.1:\(up.port)/x"), "status": 0]])
             try c.call("release", ["request": "l1"])
             #expect(try c.call("list") == [])

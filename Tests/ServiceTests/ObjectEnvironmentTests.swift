@@ -1,6 +1,7 @@
 import EventLoop
 import HTTPEngine
 import JSONRPC
+import SecureStream
 import Testing
 @testable import Service
 import TestSupport
@@ -17,7 +18,8 @@ import TestSupport
         let clock: ServerClock
         let egressProxy: ProxySettings? = nil
         let secretQueryNames = URLRedaction.defaultSecretQueryNames
-        private let loop: Loop
+        let loop: Loop
+        var egressPolicy: EgressPolicy?
         var settled = 0
         var cookieNotices: [String] = []
 
@@ -28,6 +30,7 @@ import TestSupport
             hub = try NotificationHub(loop: loop)
         }
 
+        func socketTLSContext() throws -> TLSContext { try TLSContext.trustingSystemCAs() }
         func cookiesMayHaveChanged(for principal: Principal) { cookieNotices.append(principal.name) }
         func objectMayHaveSettled() { settled += 1 }
         var finishedEntries: [AccessLogEntry] = []

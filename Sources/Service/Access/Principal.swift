@@ -28,11 +28,11 @@ final class Principal {
     var connections = 0
     /// Transfers started and not yet ended (`HTTPRequest` keeps it in step).
     var transfersInFlight = 0
-    /// Unread response bytes across its requests (`HTTPRequest` keeps it in step).
+    /// Unread bytes across its objects (`UnreadBytes` keeps it in step).
     private(set) var bufferedBytes = 0
-    /// Requests whose transfer paused because `bufferedBytes` reached the limit; resumed
+    /// Objects that stopped receiving because `bufferedBytes` reached the limit; resumed
     /// when reads bring it below.
-    private var waitingForBudget: [ObjectIdentifier: HTTPRequest] = [:]
+    private var waitingForBudget: [ObjectIdentifier: any BudgetWaiter] = [:]
     /// What `server.stats` reports beyond the live figures.
     var usage = Usage()
 
@@ -61,6 +61,9 @@ final class Principal {
 
     /// The principal's requests.
     var requests: [HTTPRequest] { objects(of: HTTPRequest.self) }
+
+    /// The principal's raw sockets.
+    var sockets: [RawSocket] { objects(of: RawSocket.self) }
 
     func add(_ o: any SessionObject) { objects[o.handle] = o }
 
@@ -92,11 +95,11 @@ final class Principal {
         guard delta < 0, !waitingForBudget.isEmpty, !budgetExhausted else { return }
         let waiting = waitingForBudget.values
         waitingForBudget = [:]
-        for r in waiting { r.budgetFreed() }
+        for o in waiting { o.budgetFreed() }
     }
 
-    /// `r` paused its transfer because the principal's buffers are full.
-    func waitForBudget(_ r: HTTPRequest) { waitingForBudget[ObjectIdentifier(r)] = r }
+    /// `o` stopped receiving because the principal's buffers are full.
+    func waitForBudget(_ o: any BudgetWaiter) { waitingForBudget[ObjectIdentifier(o)] = o }
 
     /// Counters kept for `server.stats`.
     struct Usage {
@@ -111,3 +114,12 @@ final class Principal {
         var errors: [String: UInt64] = [:]
     }
 }
+
+/// An object that stops receiving while its principal's unread bytes are at the
+/// `bufferedBytes` limit, and is told when reads bring them below.
+protocol BudgetWaiter: AnyObject {
+    /// Room may have come back: resume receiving if this object's own buffer has room too.
+    func budgetFreed()
+}
+
+extension HTTPRequest: BudgetWaiter {}

@@ -10,17 +10,20 @@ public struct PrincipalLimits: Sendable, Equatable {
     /// refused, not queued: the client sees at once that it must wait, and the server
     /// holds no queue that a client could grow.
     public var transfers = 64
-    /// Unread response bytes across all the principal's requests. At the limit every
-    /// transfer of the principal pauses until the client reads, and new sends are refused.
+    /// Unread bytes across all the principal's requests and sockets. At the limit every
+    /// transfer and socket of the principal stops receiving until the client reads, and
+    /// new sends are refused.
     public var bufferedBytes = 256 << 20
     /// Connections open at once.
     public var connections = 128
+    /// Raw sockets held (`socket.create`), open or not; past it `socket.create` is refused.
+    public var sockets = 64
 
     public init() {}
 
     /// The limits under their config-file names, which are also the `limit` word of a
     /// `limit_exceeded` error.
-    public static let keys = ["requests", "transfers", "bufferedBytes", "connections"]
+    public static let keys = ["requests", "transfers", "bufferedBytes", "connections", "sockets"]
 
     /// Sets the limit named `key` (one of `keys`); false for an unknown name.
     public mutating func set(_ key: String, _ value: Int) -> Bool {
@@ -29,6 +32,7 @@ public struct PrincipalLimits: Sendable, Equatable {
         case "transfers": transfers = value
         case "bufferedBytes": bufferedBytes = value
         case "connections": connections = value
+        case "sockets": sockets = value
         default: return false
         }
         return true

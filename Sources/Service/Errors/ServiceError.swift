@@ -33,9 +33,10 @@ enum ServiceError {
 
     // MARK: invalid_state
 
-    /// `method` called in a state that does not allow it; `data` says which state it is.
-    static func misuse(_ method: String, allowed: String, state: RequestState) -> RPCError {
-        .app(.invalidState, "\(method) is allowed in \(allowed) only; the request is \(state.name)",
+    /// `method` called in a state that does not allow it; `data` says which state the
+    /// object (of `kind`) is in.
+    static func misuse(_ method: String, allowed: String, state: some ObjectState) -> RPCError {
+        .app(.invalidState, "\(method) is allowed in \(allowed) only; the \(type(of: state).objectKind) is \(state.name)",
              ["state": .int(Int64(state.rawValue)), "stateName": .string(state.name)])
     }
 
@@ -48,6 +49,13 @@ enum ServiceError {
 
     static func alreadyAuthenticated(as principal: String) -> RPCError {
         .app(.invalidState, "This connection already acts for principal '\(principal)'", ["principal": .string(principal)])
+    }
+
+    // MARK: policy_denied
+
+    /// The egress policy refused a destination before anything was sent to it.
+    static func policyDenied(_ reason: String) -> RPCError {
+        .app(.policyDenied, "Denied by egress policy: \(reason)")
     }
 
     // MARK: limit_exceeded — data.limit names the limit, data.max gives its value
@@ -84,4 +92,16 @@ enum ServiceError {
     static func fileError(_ message: String, path: String? = nil) -> RPCError {
         .app(.fileError, message, path.map { ["path": .string($0)] } ?? [:])
     }
+}
+
+/// The states of an object kind, as errors and notifications show them.
+protocol ObjectState {
+    /// The kind whose states these are ("request", "socket").
+    static var objectKind: String { get }
+    var rawValue: Int { get }
+    var name: String { get }
+}
+
+extension RequestState: ObjectState {
+    static var objectKind: String { HTTPRequest.kind }
 }

@@ -1,4 +1,4 @@
-/// One line of the access log: a request (or, later, a socket) that finished, as the
+/// One line of the access log: a request that finished, or a socket that closed, as the
 /// operator sees it. Nothing secret: the URL is redacted (`URLRedaction`), and no
 /// header, body or credential is part of it.
 struct AccessLogEntry: Equatable {
@@ -15,4 +15,6 @@ struct AccessLogEntry: Equatable {
     var bytesOut: Int
     var durationMs: Int
     var attempts: Int
+    /// The line's message: what finished.
+    var event = "request finished"
 }

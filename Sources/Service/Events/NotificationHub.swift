@@ -35,6 +35,13 @@ final class NotificationHub {
         return out
     }
 
+    /// Sends an event of an object whose events all count as state changes (a raw
+    /// socket's `socket.onOpen`, `onRead`, `onErr`, `onClose`): to its opener and to the
+    /// subscribers of its state changes.
+    func notify(_ object: any SessionObject, _ method: String, _ params: JSONValue) {
+        for s in recipients(of: object, .stateChange) { s.connection.notify(method, params) }
+    }
+
     /// Tells subscribers that `request` entered `state`. The state is passed in, not read
     /// from the request: the machine may already be further on when several transitions
     /// happen in one turn, and each must be reported as itself.

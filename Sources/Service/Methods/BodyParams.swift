@@ -23,3 +23,13 @@ enum Base64Param {
         return [UInt8](d)
     }
 }
+
+/// `encoding` and `maxBytes` of the reading methods (`getReceiveBuffer`, `socket.read`):
+/// base64 and everything unread unless told.
+enum ReadParams {
+    static func parse(_ p: Params) throws(RPCError) -> (maxBytes: Int, encoding: BodyEncoding) {
+        let encoding = try p.optionalWord("encoding", oneOf: ["base64", "utf8"]).flatMap(BodyEncoding.init(rawValue:)) ?? .base64
+        let max = try p.optionalInt("maxBytes", in: 0...Int64(Int32.max)).map(Int.init) ?? Int.max
+        return (max, encoding)
+    }
+}

@@ -20,6 +20,23 @@ extension Server {
         return r
     }
 
+    /// The handle of a new object of `kind`: the client's `name`, checked and free among
+    /// the principal's objects of every kind, or a generated one.
+    func newHandle(for s: ClientSession, named name: String?, kind: String) throws(RPCError) -> String {
+        guard let name else { return ObjectName.generate { s.principal.objects[$0] != nil } }
+        guard ObjectName.isValid(name) else {
+            throw RPCError.invalidParams("'\(kind)' must be 1 to 128 of A-Z a-z 0-9 . _ : - and not start with \(ObjectName.generatedPrefix)")
+        }
+        guard s.principal.objects[name] == nil else { throw ServiceError.alreadyExists(kind: kind, name) }
+        return name
+    }
+
+    /// Puts a new object in its principal's table, as one the session created.
+    func adopt(_ o: any SessionObject, by s: ClientSession) {
+        s.principal.add(o)
+        s.createdObjects.insert(o.handle)
+    }
+
     /// Declares a method whose one job is to act on an existing request.
     func onRequest(_ name: String, params: [String] = [],
                            _ body: @escaping (HTTPRequest, RPCCall) throws -> JSONValue) {
@@ -33,21 +50,8 @@ extension Server {
             let s = try session(call)
             try s.principal.check("requests", current: s.principal.requests.count, max: s.principal.limits.requests,
                                   "Too many requests held; release some first")
-            let handle: String
-            if let name = try call.params.optionalString("request") {
-                guard ObjectName.isValid(name) else {
-                    throw RPCError.invalidParams("'request' must be 1 to 128 of A-Z a-z 0-9 . _ : - and not start with \(ObjectName.generatedPrefix)")
-                }
-                guard s.principal.objects[name] == nil else {
-                    throw ServiceError.alreadyExists(kind: HTTPRequest.kind, name)
-                }
-                handle = name
-            } else {
-                handle = ObjectName.generate { s.principal.objects[$0] != nil }
-            }
-            let r = HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self)
-            s.principal.add(r)
-            s.createdObjects.insert(handle)
+            let handle = try newHandle(for: s, named: try call.params.optionalString("request"), kind: HTTPRequest.kind)
+            adopt(HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self), by: s)
             return .result(["request": .string(handle)])
         }
 
@@ -134,8 +138,7 @@ extension Server {
         onRequest("getAllResponseHeaders") { r, _ in .string(r.allResponseHeaders) }
 
         onRequest("getReceiveBuffer", params: ["encoding?", "maxBytes?"]) { r, call in
-            let encoding = try call.params.optionalWord("encoding", oneOf: ["base64", "utf8"]).flatMap(BodyEncoding.init(rawValue:)) ?? .base64
-            let max = try call.params.optionalInt("maxBytes", in: 0...Int64(Int32.max)).map(Int.init) ?? Int.max
+            let (max, encoding) = try ReadParams.parse(call.params)
             return try r.readBody(maxBytes: max, encoding: encoding)
         }
 

@@ -4,20 +4,23 @@ import JSONRPC
 /// `subscribe` and `unsubscribe` (api/openrpc.json).
 extension Server {
     func registerSubscriptionMethods() {
-        registry.register("subscribe", params: ["request?", "all?", "events?"]) { [unowned self] call in
+        registry.register("subscribe", params: ["request?", "socket?", "all?", "events?"]) { [unowned self] call in
             let s = try session(call)
             // Subscriptions cost the server as requests do, and share their limit.
             try s.principal.check("subscriptions", current: s.principal.subscriptions.count,
                                   max: s.principal.limits.requests, "Too many subscriptions; unsubscribe some first")
             let p = call.params
             let all = try p.bool("all", default: false)
-            let handle = try p.optionalString("request")
-            switch (handle, all) {
-            case (nil, false): throw RPCError.invalidParams("give 'request' or 'all': true")
-            case (_?, true): throw RPCError.invalidParams("give 'request' or 'all': true, not both")
-            case (let h?, false): _ = try s.principal.object(h, as: HTTPRequest.self)
-            default: break
+            // One object (a request or a socket) or all of them.
+            let request = try p.optionalString("request")
+            let socket = try p.optionalString("socket")
+            let named = [request, socket].compactMap { $0 }.count
+            guard named + (all ? 1 : 0) == 1 else {
+                throw RPCError.invalidParams("give one of 'request', 'socket' or 'all': true")
             }
+            if let request { _ = try s.principal.object(request, as: HTTPRequest.self) }
+            if let socket { _ = try s.principal.object(socket, as: RawSocket.self) }
+            let handle = request ?? socket
             var events: Set<EventKind> = [.stateChange, .progress]
             if let list = p["events"] {
                 guard let items = list.arrayValue, !items.isEmpty else {

@@ -1,4 +1,6 @@
+import EventLoop
 import HTTPEngine
+import SecureStream
 
 /// Everything an object needs from the server, and no more: objects hold this, never
 /// the `Server`, so what an object can reach is written here, and an object can be
@@ -6,6 +8,13 @@ import HTTPEngine
 protocol ObjectEnvironment: AnyObject {
     /// Runs HTTP transfers.
     var engine: TransferEngine { get }
+    /// The loop raw sockets run on.
+    var loop: Loop { get }
+    /// Where objects may connect (`EgressPolicy`); nil checks nothing.
+    var egressPolicy: EgressPolicy? { get }
+    /// The TLS client settings of raw sockets: the server's CA file and `--tls-min`,
+    /// made on first use. Throws when the CA file cannot be loaded.
+    func socketTLSContext() throws -> TLSContext
     /// Delivers the objects' notifications.
     var hub: NotificationHub { get }
     /// The server-wide settings every request inherits.

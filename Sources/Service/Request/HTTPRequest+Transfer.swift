@@ -39,7 +39,7 @@ extension HTTPRequest {
                 statusText = ""
                 responseHeaders = []
                 pendingHead = nil
-                dropBody()
+                body.removeAll()
                 progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
                 lastReportedUpload = 0
             case .clearRequest:
@@ -89,7 +89,7 @@ extension HTTPRequest {
             return false
         }
         if body.count >= settings.maxBufferBytes { return false }
-        appendBody(bytes)
+        body.append(bytes)
         receivedBytes += bytes.count
         principal.usage.httpBytesReceived += UInt64(bytes.count)
         perform(machine.bodyReceived())
@@ -118,22 +118,6 @@ extension HTTPRequest {
         }
     }
 
-    private func appendBody(_ bytes: UnsafeRawBufferPointer) {
-        body.append(bytes)
-        principal.buffered(bytes.count)
-    }
-
-    func consumeBody(_ n: Int) {
-        let before = body.count
-        body.consume(n)
-        principal.buffered(body.count - before)
-    }
-
-    func dropBody() {
-        let n = body.count
-        body.removeAll()
-        if n > 0 { principal.buffered(-n) }
-    }
 
     func transfer(_ t: Transfer, progressed p: TransferProgress) {
         progress = p

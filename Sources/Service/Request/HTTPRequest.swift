@@ -59,9 +59,8 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var status = 0
     var statusText = ""
     var responseHeaders: [(name: String, value: String)] = []
-    /// The unread body. Every change of its size goes through `appendBody`,
-    /// `consumeBody` or `dropBody`, which keep the principal's total in step.
-    var body = ByteQueue()
+    /// The unread body.
+    var body: UnreadBytes
     /// The transfer under way. Setting and clearing it keeps the principal's count of
     /// transfers in flight in step, whichever path ends it.
     var transfer: Transfer? {
@@ -94,6 +93,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         self.principal = principal
         self.creator = creator
         self.env = environment
+        body = UnreadBytes(principal: principal)
         lastUsed = environment.clock.now()
     }
 
@@ -104,7 +104,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var isIdle: Bool { !state.isInFlight }
 
     var listEntry: JSONValue {
-        ["request": .string(handle), "state": .int(Int64(state.rawValue)), "stateName": .string(state.name),
+        ["request": .string(handle), "kind": .string(Self.kind), "state": .int(Int64(state.rawValue)), "stateName": .string(state.name),
          "method": .string(method), "url": .string(displayURL), "status": .int(Int64(status))]
     }
 
@@ -238,7 +238,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         _ = abort()
         transfer = nil
         lastTransfer = nil
-        dropBody()
+        body.removeAll()
         if let call = syncCall {
             syncCall = nil
             call.reply(summary)
@@ -251,23 +251,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     /// Reads up to `maxBytes` of the unread body. With `utf8`, a character split at the
     /// end is held back for the next call, and bytes that are not UTF-8 are refused.
     func readBody(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> JSONValue {
-        var n = min(maxBytes, body.count)
-        var text: String
-        switch encoding {
-        case .base64:
-            text = Data(body.peek(n)).base64EncodedString()
-        case .utf8:
-            let chunk = body.peek(n)
-            let complete = state == .done && n == body.count
-            switch UTF8Cut.validPrefix(chunk, allowIncompleteTail: !complete) {
-            case .valid(let length):
-                n = length
-                text = String(decoding: chunk.prefix(length), as: UTF8.self)
-            case .invalid(let offset):
-                throw ServiceError.bodyNotUTF8(at: offset)
-            }
-        }
-        consumeBody(n)
+        let (text, n) = try body.read(maxBytes: maxBytes, encoding: encoding, complete: state == .done)
         budgetFreed()
         if body.isEmpty { env.objectMayHaveSettled() }
         return [
@@ -277,11 +261,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     }
 
     /// The whole unread body (fetch), consumed.
-    func takeBody() -> [UInt8] {
-        let all = Array(body.peek(body.count))
-        dropBody()
-        return all
-    }
+    func takeBody() -> [UInt8] { body.takeAll() }
 
     /// `{state, stateName, status, statusText}`, the reply of a synchronous send.
     var summary: JSONValue {

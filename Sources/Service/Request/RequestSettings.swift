@@ -1,8 +1,3 @@
-/// How `getReceiveBuffer` encodes bytes.
-enum BodyEncoding: String {
-    case base64, utf8
-}
-
 /// Settings every request inherits from the server's configuration.
 struct RequestSettings {
     var maxBufferBytes: Int

@@ -40,6 +40,8 @@ public final class Server {
     private(set) lazy var lifetime = ObjectLifetime(server: self, timer: sweepTimer, config: config)
     private let sweepTimer: EventLoop.Timer
     let startedAt = Date()
+    /// Raw sockets' TLS client context (`socketTLSContext`), made on first use.
+    private var socketTLS: TLSContext?
 
     var listeners: [(address: ListenAddress, listener: Listener)] = []
     var connections: [UInt64: RPCConnection] = [:]
@@ -90,6 +92,7 @@ public final class Server {
         registerSubscriptionMethods()
         registerFetch()
         registerDetachMethods()
+        registerSocketMethods()
     }
 
     /// The declared methods and their parameter names, for the contract test.
@@ -151,6 +154,14 @@ public final class Server {
 /// What objects see of the server (`ObjectEnvironment`).
 extension Server: ObjectEnvironment {
     var clock: ServerClock { config.clock }
+    var egressPolicy: EgressPolicy? { config.engine.egressPolicy }
+
+    func socketTLSContext() throws -> TLSContext {
+        if let made = socketTLS { return made }
+        let made = try TLSContext.client(caFile: config.engine.caFile, tls13Only: config.engine.tlsMin == .v1_3)
+        socketTLS = made
+        return made
+    }
     var egressProxy: ProxySettings? { config.egressProxy }
     var secretQueryNames: Set<String> { config.engine.secretQueryNames }
     func cookiesMayHaveChanged(for principal: Principal) { cookies.jarMayHaveChanged(principal) }
@@ -168,7 +179,7 @@ extension Server: ObjectEnvironment {
             "attempts": .stringConvertible(e.attempts),
         ]
         if let reason = e.reason { meta["reason"] = .string(reason) }
-        accessLog.info("request finished", metadata: meta)
+        accessLog.info("\(e.event)", metadata: meta)
     }
 }
 

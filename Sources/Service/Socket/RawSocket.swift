@@ -1,0 +1,301 @@
+import EventLoop
+import HTTPEngine
+import JSON
+import JSONRPC
+import SecureStream
+
+/// A raw TCP or TLS socket living in the server: GDSocket's semantics over JSON-RPC
+/// (docs/SOCKETS.md). The state machine (`SocketStateMachine`) decides what each call and
+/// event may do; this class performs it: it makes the stream (`SocketConnector`), keeps
+/// the unread inbound bytes and the queue of outbound ones, and tells the creator and
+/// subscribers `socket.onOpen`, `socket.onRead`, `socket.onErr` and `socket.onClose`.
+///
+/// Both directions are bounded. Inbound: at `--max-buffer-bytes` unread (or the
+/// principal's `bufferedBytes`), the socket stops reading, so the peer's TCP window
+/// closes until the client reads. Outbound: a `write` that would queue more than
+/// `--max-buffer-bytes` not yet taken by the kernel is refused with `limit_exceeded`,
+/// so a peer that does not read cannot make the server hold without bound, and nothing
+/// accepted is dropped.
+///
+/// Lifetime: as for every `SessionObject` (the principal's table, release with the
+/// creating connection, `detach`/`attach`, the TTL while Prepared or Disconnected).
+final class RawSocket: SessionObject, BudgetWaiter {
+    static let kind = "socket"
+    /// Seconds `connect` waits by default.
+    static let defaultConnectTimeout: Double = 30
+    /// Milliseconds a `disconnect` waits for queued writes to go out before closing anyway.
+    static let flushTimeoutMs: UInt64 = 2_000
+
+    let handle: String
+    unowned let principal: Principal
+    weak var creator: ClientSession?
+    /// Hears the socket's events besides subscribers: the creator, unless detached.
+    weak var opener: ClientSession?
+    unowned let env: ObjectEnvironment
+
+    let host: String
+    let port: Int
+    let ssl: Bool
+    var verifyPeer = true
+    var verifyHost = true
+
+    private(set) var machine = SocketStateMachine()
+    var state: SocketState { machine.state }
+
+    private var connector: SocketConnector?
+    private var stream: (any ByteStream)?
+    /// Received and not read yet.
+    private var inbound: UnreadBytes
+    /// Whether the current stream has ended (or none exists): nothing more will arrive.
+    private var inputEnded = true
+    /// Whether reading stopped because the inbound buffer or the principal's is full.
+    private var readingPaused = false
+    /// Bounds the flush of a `disconnect`.
+    private var flushTimer: EventLoop.Timer?
+
+    /// Bytes received and sent over the current stream, and when it was asked for: the
+    /// access log's figures.
+    private var bytesIn = 0
+    private var bytesOut = 0
+    private var connectAt: Double?
+    private var failureWord: String?
+
+    var lastUsed: Double
+
+    init(handle: String, host: String, port: Int, ssl: Bool, principal: Principal, creator: ClientSession,
+         environment: ObjectEnvironment) {
+        self.handle = handle
+        self.host = host
+        self.port = port
+        self.ssl = ssl
+        self.principal = principal
+        self.creator = creator
+        opener = creator
+        env = environment
+        inbound = UnreadBytes(principal: principal)
+        lastUsed = environment.clock.now()
+    }
+
+    func touch() { lastUsed = env.clock.now() }
+
+    /// Prepared or Disconnected: no stream to keep.
+    var isIdle: Bool { !state.isLive }
+
+    var listEntry: JSONValue {
+        ["socket": .string(handle), "kind": .string(Self.kind), "host": .string(host), "port": .int(Int64(port)),
+         "ssl": .bool(ssl), "state": .int(Int64(state.rawValue)), "stateName": .string(state.name),
+         "available": .int(Int64(inbound.count))]
+    }
+
+    var stateReply: JSONValue { ["state": .int(Int64(state.rawValue)), "stateName": .string(state.name)] }
+
+    private func misuse(_ method: String, _ m: SocketStateMachine.Misuse) -> RPCError {
+        ServiceError.misuse(method, allowed: m.allowed, state: state)
+    }
+
+    // MARK: Calls
+
+    /// `disablePeerVerification` (`peer`: true) or `disableHostVerification`.
+    func disableVerification(peer: Bool) throws(RPCError) {
+        let method = peer ? "socket.disablePeerVerification" : "socket.disableHostVerification"
+        guard machine.acceptsOptions else { throw misuse(method, .init(allowed: "Prepared or Disconnected")) }
+        verifyHost = false
+        if peer { verifyPeer = false }
+    }
+
+    /// Starts making the stream; the outcome arrives as `socket.onOpen` or
+    /// `socket.onErr` + `socket.onClose`. The host rules are asked first, so a denied
+    /// destination is refused here and nothing is sent anywhere.
+    func connect(timeout: Double?) throws(RPCError) {
+        guard machine.acceptsOptions else { throw misuse("socket.connect", .init(allowed: "Prepared or Disconnected")) }
+        let policy = env.egressPolicy
+        if let policy, case let .denied(reason) = policy.checkDestination(host: host, port: port) {
+            throw ServiceError.policyDenied(reason)
+        }
+        let seconds = timeout.flatMap { $0 > 0 ? $0 : nil } ?? Self.defaultConnectTimeout
+        let destination = SocketDestination(
+            host: host, port: port, tls: ssl, verifyPeer: verifyPeer, verifyHost: verifyHost,
+            timeoutMs: UInt64(seconds * 1000), proxy: principal.secureCommunication ? env.egressProxy : nil)
+        let c: SocketConnector
+        do {
+            c = try SocketConnector(loop: env.loop, destination: destination, policy: policy,
+                                    tlsContext: { [env] in try env.socketTLSContext() })
+        } catch {
+            throw RPCError.internalError("cannot connect: \(error)")
+        }
+        do { try machine.connect() } catch { throw misuse("socket.connect", error) }
+        // A new stream: what the previous one left unread goes.
+        inbound.removeAll()
+        inputEnded = false
+        readingPaused = false
+        bytesIn = 0
+        bytesOut = 0
+        failureWord = nil
+        connectAt = env.clock.now()
+        connector = c
+        c.start { [weak self] result in self?.connected(result) }
+    }
+
+    /// Queues `bytes` for the peer; returns how many. Refused past the outbound bound.
+    func write(_ bytes: [UInt8]) throws(RPCError) -> Int {
+        do { try machine.checkWrite() } catch { throw misuse("socket.write", error) }
+        guard let stream else { throw misuse("socket.write", .init(allowed: "Open")) }
+        let max = env.requestSettings.maxBufferBytes
+        guard stream.pendingWriteBytes + bytes.count <= max else {
+            throw ServiceError.limitExceeded(
+                "maxBufferBytes", max: max,
+                "The socket already holds \(stream.pendingWriteBytes) bytes the peer has not taken; \(bytes.count) more would pass \(max) (--max-buffer-bytes). Wait and write again.")
+        }
+        stream.write(bytes)
+        bytesOut += bytes.count
+        return bytes.count
+    }
+
+    /// Hands out up to `maxBytes` of what was received, each byte once.
+    func read(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> JSONValue {
+        let (text, n) = try inbound.read(maxBytes: maxBytes, encoding: encoding, complete: inputEnded)
+        budgetFreed()
+        return [
+            "data": .string(text), "encoding": .string(encoding.rawValue), "bytes": .int(Int64(n)),
+            "closed": .bool(inputEnded && inbound.isEmpty),
+        ]
+    }
+
+    /// Open: sends what is queued (at most `flushTimeoutMs`), then closes. Connecting:
+    /// gives up at once.
+    func disconnect() throws(RPCError) {
+        let action: SocketStateMachine.DisconnectAction
+        do { action = try machine.disconnect() } catch { throw misuse("socket.disconnect", error) }
+        switch action {
+        case .cancelConnect:
+            connector?.cancel()
+            connector = nil
+            env.soon { [weak self] in self?.closeStream() }
+        case .flushThenClose:
+            // Closed on the next turn at the earliest, so the call is answered before
+            // `socket.onClose` goes out, as for a close that has to wait.
+            guard let stream, stream.pendingWriteBytes > 0 else { return env.soon { [weak self] in self?.closeStream() } }
+            stream.onDrain = { [weak self] in self?.closeStream() }
+            flushTimer = try? EventLoop.Timer(loop: env.loop)
+            flushTimer?.start(timeout: Self.flushTimeoutMs) { [weak self] in self?.closeStream() }
+        }
+    }
+
+    /// Ends the socket for good: the stream is closed at once (subscribers hear
+    /// `socket.onClose` if it was live) and the unread bytes go.
+    func release() {
+        closeStream()
+        inbound.removeAll()
+    }
+
+    // MARK: Events
+
+    private func connected(_ result: Result<(stream: any ByteStream, early: [UInt8]), SocketFailure>) {
+        connector = nil
+        switch result {
+        case .failure(let failure):
+            report(failure)
+            closeStream()
+        case .success(let made):
+            guard machine.opened() else {
+                made.stream.close()
+                return
+            }
+            stream = made.stream
+            made.stream.onWriteError = { [weak self] error in
+                self?.broke(SocketFailure.from(error, "Writing to \(SocketConnector.endpoint(self?.host ?? "", self?.port ?? 0)) failed"))
+            }
+            notify("socket.onOpen", ["socket": .string(handle)])
+            if !made.early.isEmpty { made.early.withUnsafeBytes { received($0) } }
+            startReading()
+        }
+    }
+
+    private func startReading() {
+        guard let stream, !inputEnded else { return }
+        do {
+            try stream.startReading { [weak self] event in
+                guard let self else { return }
+                switch event {
+                case .data(let bytes): received(bytes)
+                case .eof: ended()
+                case .error(let error): broke(SocketFailure.from(error, "Reading from \(SocketConnector.endpoint(host, port)) failed"))
+                }
+            }
+        } catch {
+            broke(SocketFailure(word: "io", message: "Reading from \(SocketConnector.endpoint(host, port)) failed: \(error)"))
+        }
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        let wasEmpty = inbound.isEmpty
+        inbound.append(bytes)
+        bytesIn += bytes.count
+        if !readingPaused, inbound.count >= env.requestSettings.maxBufferBytes || principal.budgetExhausted {
+            readingPaused = true
+            stream?.stopReading()
+            if principal.budgetExhausted { principal.waitForBudget(self) }
+        }
+        if wasEmpty { notify("socket.onRead", ["socket": .string(handle), "available": .int(Int64(inbound.count))]) }
+    }
+
+    /// Resumes reading once both this socket's buffer and its principal's have room.
+    func budgetFreed() {
+        guard readingPaused, inbound.count < env.requestSettings.maxBufferBytes else { return }
+        if principal.budgetExhausted {
+            principal.waitForBudget(self)
+            return
+        }
+        readingPaused = false
+        startReading()
+    }
+
+    /// The peer closed its end: what it sent stays readable.
+    private func ended() {
+        inputEnded = true
+        closeStream()
+    }
+
+    /// Reading or writing failed: `socket.onErr`, then the close.
+    private func broke(_ failure: SocketFailure) {
+        guard state.isLive else { return }
+        report(failure)
+        closeStream()
+    }
+
+    private func report(_ failure: SocketFailure) {
+        failureWord = failure.word
+        notify("socket.onErr", ["socket": .string(handle), "error": .string(failure.word), "message": .string(failure.message)])
+    }
+
+    /// Closes whatever exists of the stream and, when the socket was live, moves to
+    /// Disconnected with `socket.onClose` and one access-log line.
+    private func closeStream() {
+        connector?.cancel()
+        connector = nil
+        flushTimer?.close()
+        flushTimer = nil
+        stream?.close()
+        stream = nil
+        inputEnded = true
+        readingPaused = false
+        guard machine.closed() else { return }
+        notify("socket.onClose", ["socket": .string(handle)])
+        logFinished()
+        env.objectMayHaveSettled()
+    }
+
+    private func logFinished() {
+        let started = connectAt ?? env.clock.now()
+        env.finished(AccessLogEntry(
+            principal: principal.name, method: "SOCKET", url: "\(ssl ? "tls" : "tcp")://\(SocketConnector.endpoint(host, port))",
+            status: 0, reason: failureWord, bytesIn: bytesIn, bytesOut: bytesOut,
+            durationMs: Int((env.clock.now() - started) * 1000), attempts: 1, event: "socket closed"))
+    }
+
+    private func notify(_ method: String, _ params: JSONValue) {
+        touch()
+        env.hub.notify(self, method, params)
+    }
+}
