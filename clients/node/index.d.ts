@@ -39,7 +39,7 @@ export interface ErrorResponse {
 /** A whole response object, as `request` and `batch` resolve to. */
 export type Response<R = any> = SuccessResponse<R> | ErrorResponse;
 
-/** A message from the server that answers no call: `method` names it (onStateChange, onProgress, onShutdown). */
+/** A message from the server that answers no call: `method` names it (onStateChange, onProgress, onShutdown, socket.on…). */
 export interface Notification<M extends string = string, P = any> {
   jsonrpc: '2.0';
   method: M;
@@ -70,9 +70,37 @@ export interface ShutdownParams {
   drainSeconds: number;
 }
 
+/** `socket.onOpen` and `socket.onClose`: a socket's stream opened, or ended. */
+export interface SocketParams {
+  socket: string;
+}
+
+/** `socket.onRead`: the socket's unread bytes went from none to some. */
+export interface SocketReadParams {
+  socket: string;
+  /** Bytes buffered when it was sent. */
+  available: number;
+}
+
+/** socket.onErr's word for what failed. */
+export type SocketErrorWord =
+  | 'refused' | 'timeout' | 'resolve' | 'unreachable' | 'tls' | 'policy_denied' | 'proxy' | 'reset' | 'io';
+
+/** `socket.onErr`: the connect failed or the stream broke; socket.onClose follows. */
+export interface SocketErrParams {
+  socket: string;
+  error: SocketErrorWord;
+  /** For people; with `tls` it begins with `SSL`, with `policy_denied` with `Denied by egress policy`. */
+  message: string;
+}
+
 export type StateChangeNotification = Notification<'onStateChange', StateChangeParams>;
 export type ProgressNotification = Notification<'onProgress', ProgressParams>;
 export type ShutdownNotification = Notification<'onShutdown', ShutdownParams>;
+export type SocketOpenNotification = Notification<'socket.onOpen', SocketParams>;
+export type SocketReadNotification = Notification<'socket.onRead', SocketReadParams>;
+export type SocketErrNotification = Notification<'socket.onErr', SocketErrParams>;
+export type SocketCloseNotification = Notification<'socket.onClose', SocketParams>;
 
 /** What waits in a client's inbox: notifications, and responses (or a batch's array) no call awaits. */
 export type InboxMessage = Notification | Response | Response[];
@@ -143,12 +171,16 @@ export interface ServerStats {
   connections: number;
   connectionsAccepted?: number;
   requests: Record<string, number>;
+  /** Socket objects held, by state name. */
+  sockets?: Record<string, number>;
   transfersInFlight: number;
   bufferedBytes: number;
   bytesIn: number;
   bytesOut: number;
   httpBytesReceived?: number;
   httpBytesSent?: number;
+  socketBytesReceived?: number;
+  socketBytesSent?: number;
   errors: Record<string, number>;
   /** Admin only. */
   total?: Record<string, any>;
@@ -167,11 +199,43 @@ export interface ReceivedChunk {
 
 export interface ListedRequest {
   request: string;
+  kind: 'request';
   state: number;
   stateName: StateName;
   method: string;
   url: string;
   status: number;
+}
+
+/** A socket object's states, by number 0…4. */
+export type SocketStateName = 'Prepared' | 'Connecting' | 'Open' | 'Disconnecting' | 'Disconnected';
+
+export interface SocketState {
+  state: number;
+  stateName: SocketStateName;
+}
+
+export interface ListedSocket extends SocketState {
+  socket: string;
+  kind: 'socket';
+  host: string;
+  port: number;
+  ssl: boolean;
+}
+
+export interface OnSocket {
+  /** The socket's handle, as `socket.create` returned it. */
+  socket: string;
+}
+
+/** socket.read's answer. */
+export interface SocketChunk {
+  data: string;
+  encoding: string;
+  /** How many received bytes `data` holds. */
+  bytes: number;
+  /** True once the stream has ended and nothing is left to read. */
+  closed: boolean;
 }
 
 /** Every method of api/openrpc.json: its parameters and its result. */
@@ -213,15 +277,24 @@ export interface Methods {
   release: { params: OnRequest; result: true };
   detach: { params: NoParams; result: { token: string; requests: string[]; expiresInSeconds: number } };
   attach: { params: { token: string }; result: { requests: string[] } };
-  list: { params: NoParams; result: ListedRequest[] };
+  list: { params: NoParams; result: Array<ListedRequest | ListedSocket> };
   disableCookieHandling: { params: OnRequest; result: true };
   clearCookies: { params: OnRequest & { includePersistentStore?: boolean }; result: true };
   fetch: { params: FetchParams; result: FetchResult };
   subscribe: {
-    params: { request?: string; all?: boolean; events?: Array<'stateChange' | 'progress'> };
+    params: { request?: string; socket?: string; all?: boolean; events?: Array<'stateChange' | 'progress'> };
     result: { subscription: string };
   };
   unsubscribe: { params: { subscription: string }; result: true };
+  'socket.create': { params: { host: string; port: number; ssl?: boolean; socket?: string }; result: { socket: string } };
+  'socket.disableHostVerification': { params: OnSocket; result: true };
+  'socket.disablePeerVerification': { params: OnSocket; result: true };
+  'socket.connect': { params: OnSocket & { timeout?: number }; result: true };
+  'socket.write': { params: OnSocket & { data?: string; dataBase64?: string }; result: { bytes: number } };
+  'socket.read': { params: OnSocket & { maxBytes?: number; encoding?: 'base64' | 'utf8' }; result: SocketChunk };
+  'socket.disconnect': { params: OnSocket; result: true };
+  'socket.getState': { params: OnSocket; result: SocketState };
+  'socket.release': { params: OnSocket; result: true };
 }
 
 export type MethodName = keyof Methods;
@@ -330,6 +403,46 @@ export interface DownloadOptions {
   timeout?: number;
 }
 
+export interface CreateSocketOptions {
+  /** TLS over the stream, verified by the server (default false). */
+  ssl?: boolean;
+  /** The handle to give the socket (1 to 128 of A-Z a-z 0-9 . _ : -, not starting `req_`); default: generated. */
+  name?: string;
+  /** Seconds to wait for socket.create's answer; default 10. */
+  timeout?: number;
+}
+
+export interface SocketConnectOptions {
+  /** Seconds for the connection to be established (the server's socket.connect timeout); default 30. */
+  timeout?: number;
+}
+
+export interface SocketReadOptions {
+  /** At most this many bytes; default all that are buffered. */
+  maxBytes?: number;
+  /** Seconds to wait for the answer; default 10. */
+  timeout?: number;
+}
+
+export interface ReadToEndOptions {
+  /** Seconds for the whole; default 30. */
+  timeout?: number;
+  /** At most this many bytes per socket.read. */
+  maxBytes?: number;
+}
+
+/** The events of a RemoteSocket and what their listeners receive. */
+export interface RemoteSocketEvents {
+  /** socket.onOpen. */
+  open: () => void;
+  /** socket.onRead: the bytes available. */
+  read: (available: number) => void;
+  /** socket.onErr. */
+  err: (error: SocketError) => void;
+  /** socket.onClose: the SocketError of the onErr before it, or null. */
+  close: (error: SocketError | null) => void;
+}
+
 export interface DownloadResult {
   /** The file written (the path given). */
   path: string;
@@ -414,6 +527,11 @@ export class Client {
    * rejects with DownloadError for a status outside 2xx or a transfer that failed.
    */
   download(url: string, path: string, options?: DownloadOptions): Promise<DownloadResult>;
+  /**
+   * socket.create: a raw TCP (or TLS) stream the server holds, as a RemoteSocket; its
+   * notifications go to it, not to the inbox.
+   */
+  createSocket(host: string, port: number, options?: CreateSocketOptions): Promise<RemoteSocket>;
 
   /** Half-close: nothing more is sent; replies still arrive. */
   shutdownWrite(): Promise<void>;
@@ -430,6 +548,50 @@ export class Client {
   removeAllListeners(event?: keyof ClientEvents): this;
   listenerCount(event: keyof ClientEvents): number;
   emit<E extends keyof ClientEvents>(event: E, ...args: Parameters<ClientEvents[E]>): boolean;
+}
+
+/**
+ * A socket object of the server, made by Client#createSocket. At run time it is a Node
+ * EventEmitter; the methods declared here are those for its events (RemoteSocketEvents).
+ */
+export class RemoteSocket {
+  private constructor();
+  readonly client: Client;
+  /** The socket's handle (its name when one was given). */
+  readonly handle: string;
+  readonly host: string;
+  readonly port: number;
+  readonly ssl: boolean;
+  /** The last read's `closed`: the stream has ended and nothing was left to read. */
+  readonly ended: boolean;
+
+  disableHostVerification(): Promise<true>;
+  disablePeerVerification(): Promise<true>;
+  /** socket.connect: true at once; opened() tells the outcome. */
+  connect(options?: SocketConnectOptions): Promise<true>;
+  /** Resolves on socket.onOpen; rejects with SocketError on socket.onErr. */
+  opened(options?: WaitOptions): Promise<true>;
+  /** Resolves on socket.onClose: to the SocketError of the onErr before it, or null. */
+  disconnected(options?: WaitOptions): Promise<SocketError | null>;
+  /** Resolves to the bytes available once socket.onRead said some wait that no read took. */
+  readable(options?: WaitOptions): Promise<number>;
+  /** socket.write: text as UTF-8, bytes as they are; resolves to the number of bytes queued. */
+  write(data: string | Uint8Array, options?: CallOptions): Promise<number>;
+  /** socket.read: the bytes received since the last read. */
+  read(options?: SocketReadOptions): Promise<Bytes>;
+  /** Reads until the stream has ended and nothing is left. */
+  readToEnd(options?: ReadToEndOptions): Promise<Bytes>;
+  disconnect(): Promise<true>;
+  state(): Promise<SocketState>;
+  /** socket.release: the server removes the socket; this object is done. */
+  release(): Promise<true>;
+
+  on<E extends keyof RemoteSocketEvents>(event: E, listener: RemoteSocketEvents[E]): this;
+  once<E extends keyof RemoteSocketEvents>(event: E, listener: RemoteSocketEvents[E]): this;
+  off<E extends keyof RemoteSocketEvents>(event: E, listener: RemoteSocketEvents[E]): this;
+  removeListener<E extends keyof RemoteSocketEvents>(event: E, listener: RemoteSocketEvents[E]): this;
+  removeAllListeners(event?: keyof RemoteSocketEvents): this;
+  listenerCount(event: keyof RemoteSocketEvents): number;
 }
 
 // ---- errors ----------------------------------------------------------------------
@@ -461,6 +623,17 @@ export class TimeoutError extends Error {
   constructor(what: string, seconds: number);
   name: 'TimeoutError';
   code: 'ETIMEDOUT';
+}
+
+/** socket.onErr, as a RemoteSocket's opened() rejects with it and its `err` event gives it. */
+export class SocketError extends Error {
+  constructor(socket: string, error: SocketErrorWord | 'closed', message: string);
+  name: 'SocketError';
+  code: 'ESOCKET';
+  /** The socket's handle. */
+  socket: string;
+  /** The server's word; `closed` when the stream ended (disconnect, release) before it opened. */
+  error: SocketErrorWord | 'closed';
 }
 
 /** A download that did not end in a complete body (status outside 2xx, status 0, or short). */

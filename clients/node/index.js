@@ -7,9 +7,11 @@
 
 const { Client, RPCError, ConnectionClosed, TimeoutError } = require('./lib/client');
 const { DownloadError } = require('./lib/download');
+const { RemoteSocket, SocketError } = require('./lib/socket');
 const { LineDecoder, Line, encode } = require('./lib/framing');
 const { defaultSocketPath } = require('./lib/socket-path');
 
 module.exports = {
-  Client, RPCError, ConnectionClosed, TimeoutError, DownloadError, LineDecoder, Line, encode, defaultSocketPath,
+  Client, RPCError, ConnectionClosed, TimeoutError, DownloadError, RemoteSocket, SocketError, LineDecoder, Line, encode,
+  defaultSocketPath,
 };

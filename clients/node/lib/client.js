@@ -10,8 +10,9 @@
  * is emitted as an event and kept, in arrival order, in an inbox from which
  * `waitNotification` and `waitMessage` take what they ask for. So nothing is dropped
  * silently, and a notification that came before anyone waited for it is still there. The
- * one exception is the answer to a call that already timed out: its caller was told, and
- * the late answer is discarded when it comes.
+ * exceptions: the answer to a call that already timed out (its caller was told, and the
+ * late answer is discarded when it comes), and the notifications about a socket made with
+ * `createSocket`, which go to that RemoteSocket (lib/socket.js) instead of the inbox.
  */
 
 const { EventEmitter } = require('node:events');
@@ -21,6 +22,7 @@ const tls = require('node:tls');
 const { LineDecoder, encode } = require('./framing');
 const { defaultSocketPath } = require('./socket-path');
 const { download } = require('./download');
+const { RemoteSocket } = require('./socket');
 
 const DEFAULT_TIMEOUT = 10; // seconds, for connecting and for one call
 const AUTH_EXTRA = 5; // seconds more for auth: a wrong token is answered after 1 s
@@ -118,6 +120,7 @@ class Client extends EventEmitter {
     this._batches = new Map(); // idKey of each member -> the batch's record
     this._abandoned = new Set(); // idKeys of calls that timed out
     this._bodyReaders = new Set(); // {request, wake}: readBody calls waiting for news of their request
+    this._sockets = new Map(); // handle -> RemoteSocket made by createSocket, until released
     this._nextId = 1;
     this._decoder = new LineDecoder();
     this._isClosed = false;
@@ -480,6 +483,30 @@ class Client extends EventEmitter {
     });
   }
 
+  // ---- socket objects ------------------------------------------------------
+
+  /**
+   * Creates a socket object in the server (socket.create: a raw TCP stream to host:port,
+   * TLS over it with `ssl`) and resolves to a RemoteSocket for it. `name`: the handle to
+   * give it (default: the server generates one). Its socket.* notifications go to the
+   * RemoteSocket (its events and waits), not to the inbox; the `notification` event still
+   * shows them. Options: `timeout` (seconds for the call).
+   */
+  async createSocket(host, port, { ssl, name, timeout } = {}) {
+    const params = { host, port };
+    if (ssl !== undefined) params.ssl = ssl;
+    if (name !== undefined) params.socket = name;
+    const { socket: handle } = await this.call('socket.create', params, { timeout });
+    const s = new RemoteSocket(this, handle, { host, port, ssl: ssl === true });
+    this._sockets.set(handle, s);
+    return s;
+  }
+
+  /** A released RemoteSocket: its handle's notifications go to the inbox again. */
+  _forgetSocket(s) {
+    if (this._sockets.get(s.handle) === s) this._sockets.delete(s.handle);
+  }
+
   // ---- reading -------------------------------------------------------------
 
   _received(chunk) {
@@ -528,8 +555,18 @@ class Client extends EventEmitter {
     this._unclaimed(message, isNotification(message) ? 'notification' : 'unmatched');
   }
 
-  /** A message no call awaits: to the first waiter that wants it, else the inbox; then the event. */
+  /**
+   * A message no call awaits: a notification about a RemoteSocket to it, else to the first
+   * waiter that wants it, else the inbox; then the event.
+   */
   _unclaimed(message, event) {
+    const owner = event === 'notification' && message.method.startsWith('socket.') && message.params
+      ? this._sockets.get(message.params.socket) : undefined;
+    if (owner !== undefined) {
+      owner._notified(message);
+      this.emit(event, message);
+      return;
+    }
     const i = this._waiters.findIndex((w) => w.predicate(message));
     if (i >= 0) {
       const [waiter] = this._waiters.splice(i, 1);
@@ -583,6 +620,7 @@ class Client extends EventEmitter {
       waiter.reject(new ConnectionClosed(waiter.what, cause));
     }
     for (const reader of this._bodyReaders) reader.wake();
+    for (const s of this._sockets.values()) s._clientClosed(new ConnectionClosed(`news of socket ${s.handle}`, cause));
     this._resolveClosed({ error: cause });
     this.emit('close', cause);
   }

@@ -10,7 +10,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { once } = require('node:events');
-const { Client, RPCError, ConnectionClosed, TimeoutError, LineDecoder } = require('..');
+const { Client, RPCError, ConnectionClosed, TimeoutError, LineDecoder, SocketError } = require('..');
 const { BOUNDED } = require('./support');
 
 const line = (m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8');
@@ -234,5 +234,79 @@ describe('Client against a scripted peer', () => {
     await badPeer.write(line({ jsonrpc: '2.0', error, id }));
     await assert.rejects(bad.connecting, (e) => e instanceof RPCError && e.reason === 'unauthenticated');
     await ended; // the client closed its end
+  });
+
+  it('RemoteSocket: its notifications are its own, and its waits see those that came with an answer', BOUNDED, async (t) => {
+    const { client, peer } = await Peer.start(t);
+    const heard = [];
+    client.on('notification', (m) => heard.push(m.method));
+    const answer = (id, result) => line({ jsonrpc: '2.0', result, id });
+    const note = (method, params) => line({ jsonrpc: '2.0', method, params: { socket: 's', ...params } });
+
+    const creating = client.createSocket('h', 1, { name: 's' });
+    assert.deepEqual(await peer.readLine(), { jsonrpc: '2.0', method: 'socket.create', params: { host: 'h', port: 1, socket: 's' }, id: 1 });
+    await peer.write(answer(1, { socket: 's' }));
+    const s = await creating;
+    const events = [];
+    s.on('open', () => events.push('open')).on('read', (n) => events.push(`read ${n}`));
+    s.on('err', (e) => events.push(`err ${e.error}`)).on('close', (e) => events.push(`close ${e && e.error}`));
+
+    const connecting = s.connect({ timeout: 3 });
+    assert.deepEqual((await peer.readLine()).params, { socket: 's', timeout: 3 });
+    await peer.write(Buffer.concat([answer(2, true), note('socket.onOpen')])); // one read: the answer, then the news
+    assert.equal(await connecting, true);
+    assert.equal(await s.opened({ timeout: 1 }), true);
+
+    const writing = s.write(Buffer.from([0, 255]));
+    assert.deepEqual((await peer.readLine()).params, { socket: 's', dataBase64: 'AP8=' });
+    await peer.write(Buffer.concat([answer(3, { bytes: 2 }), note('socket.onRead', { available: 2 })]));
+    assert.equal(await writing, 2);
+    assert.equal(await s.readable({ timeout: 1 }), 2);
+
+    const chunk = (id, data, closed = false) => answer(id, { data, encoding: 'base64', bytes: Buffer.from(data, 'base64').length, closed });
+    let reading = s.read({ maxBytes: 1 });
+    assert.deepEqual((await peer.readLine()).params, { socket: 's', encoding: 'base64', maxBytes: 1 });
+    await peer.write(chunk(4, 'AA=='));
+    assert.deepEqual(await reading, Buffer.from([0]));
+    assert.equal(await s.readable({ timeout: 1 }), 2, 'a read that filled maxBytes may have left bytes');
+    reading = s.read();
+    await peer.readLine();
+    await peer.write(chunk(5, '/w=='));
+    assert.deepEqual(await reading, Buffer.from([255]));
+    await assert.rejects(s.readable({ timeout: 0.05 }), TimeoutError); // the read emptied the buffer
+
+    reading = s.read();
+    await peer.readLine();
+    await peer.write(Buffer.concat([chunk(6, ''), note('socket.onRead', { available: 7 })])); // new bytes, after the read
+    assert.equal((await reading).length, 0);
+    assert.equal(await s.readable({ timeout: 1 }), 7, 'an onRead that followed the answer is not lost');
+
+    await peer.write(Buffer.concat([note('socket.onErr', { error: 'reset', message: 'Connection reset by peer' }), note('socket.onClose')]));
+    const closedWith = await s.disconnected({ timeout: 5 });
+    assert.ok(closedWith instanceof SocketError);
+    assert.deepEqual([closedWith.error, closedWith.message, closedWith.socket], ['reset', 'Connection reset by peer', 's']);
+    assert.deepEqual(events, ['open', 'read 2', 'read 7', 'err reset', 'close reset']);
+    assert.deepEqual(client.pending(), [], 'a RemoteSocket\'s notifications are not kept in the inbox');
+
+    const releasing = s.release();
+    assert.equal((await peer.readLine()).method, 'socket.release');
+    await peer.write(answer(7, true));
+    assert.equal(await releasing, true);
+    await peer.write(note('socket.onClose')); // released: the handle is nobody's object now
+    assert.deepEqual((await client.waitNotification(null, { timeout: 5 })).params, { socket: 's' });
+    assert.deepEqual(heard, ['socket.onOpen', 'socket.onRead', 'socket.onRead', 'socket.onErr', 'socket.onClose', 'socket.onClose']);
+
+    const again = client.createSocket('h', 2);
+    assert.deepEqual((await peer.readLine()).params, { host: 'h', port: 2 });
+    await peer.write(answer(8, { socket: 'req_0123' }));
+    const s2 = await again;
+    assert.equal(s2.handle, 'req_0123');
+    const connecting2 = s2.connect();
+    await peer.readLine();
+    await peer.write(answer(9, true));
+    await connecting2;
+    const opening = s2.opened();
+    peer.socket.end();
+    await assert.rejects(opening, ConnectionClosed);
   });
 });

@@ -55,7 +55,7 @@ describe('TypeScript declarations', () => {
     assert.ok(block, 'index.d.ts has no `export interface Methods {` block');
     const declared = [...block[1].matchAll(/^ {2}'?([\w.]+)'?: \{/gm)].map((m) => m[1]).sort();
     assert.deepEqual(declared, api.methods.map((m) => m.name).sort());
-    const notifications = [...dts.matchAll(/Notification<'(\w+)'/g)].map((m) => m[1]).sort();
+    const notifications = [...dts.matchAll(/Notification<'([\w.]+)'/g)].map((m) => m[1]).sort();
     assert.deepEqual(notifications, api['x-notifications'].map((n) => n.name).sort());
   });
 });

@@ -14,6 +14,9 @@ import {
   InboxMessage, JsonValue, Line, LineDecoder, MalformedLine, MethodName, Methods, Notification, ParamsOf,
   ProgressNotification, ReadBodyOptions, Response, ResultOf, RPCError, ShutdownNotification, StateChangeNotification,
   StateName, StateSummary, TimeoutError, TlsConnectOptions, WaitOptions, defaultSocketPath, encode,
+  CreateSocketOptions, ListedSocket, RemoteSocket, RemoteSocketEvents, SocketChunk, SocketCloseNotification,
+  SocketErrNotification, SocketError, SocketErrorWord, SocketOpenNotification, SocketReadNotification, SocketState,
+  SocketStateName,
 } from 'xhrpc';
 
 // The few globals this program needs, declared here since no @types/node is loaded.
@@ -61,7 +64,7 @@ async function requestObject(c: Client, args: Args): Promise<void> {
   const header: string = await c.call('getResponseHeader', { request: r, header: 'Content-Length' });
   check(header === '3000', 'getResponseHeader');
   const listed = await c.call('list');
-  check(listed.some((l) => l.request === r && l.status === 200), 'list');
+  check(listed.some((l) => l.kind === 'request' && l.request === r && l.status === 200), 'list');
   await c.call('release', { request: r });
   const others: InboxMessage[] = c.pending();
   check(others.length === 4, 'the four earlier notifications wait in the inbox');
@@ -146,6 +149,62 @@ async function fetchAndDownload(c: Client, args: Args): Promise<void> {
   }
 }
 
+const isSocketOpen = (m: Notification): m is SocketOpenNotification => m.method === 'socket.onOpen';
+
+/** A socket to the upstream speaking HTTP/1.1 by hand, with the object and with the methods. */
+async function sockets(c: Client, args: Args): Promise<void> {
+  const [, hostname, port] = /^http:\/\/([^:/]+):(\d+)/.exec(args.upstream) || [];
+  const options: CreateSocketOptions = { ssl: false, name: 'typed-socket', timeout: 5 };
+  const s: RemoteSocket = await c.createSocket(hostname, Number(port), options);
+  check(s.handle === 'typed-socket' && s.host === hostname && !s.ssl && !s.ended && s.client === c, 'createSocket');
+  const heard: string[] = [];
+  const onRead: RemoteSocketEvents['read'] = (available) => heard.push(`read ${available}`);
+  s.on('open', () => heard.push('open')).on('read', onRead).once('close', (error: SocketError | null) => heard.push(`close ${error}`));
+  s.on('err', (error: SocketError) => heard.push(error.error));
+  check((await s.disableHostVerification()) && (await s.disablePeerVerification()), 'the verification switches');
+  check(await s.connect({ timeout: 10 }), 'connect');
+  check(await s.opened({ timeout: 15 }), 'opened');
+  const state: SocketState = await s.state();
+  const name: SocketStateName = state.stateName;
+  check(state.state === 2 && name === 'Open', 'state');
+  const queued: number = await s.write('GET /bytes/10 HTTP/1.1\r\nHost: typed\r\nConnection: close\r\n\r\n');
+  check(queued > 0, 'write');
+  const available: number = await s.readable({ timeout: 10 });
+  check(available > 0, 'readable');
+  const first: Bytes = await s.read({ maxBytes: 4, timeout: 5 });
+  const rest: Bytes = await s.readToEnd({ timeout: 10, maxBytes: 1 << 16 });
+  check(first.length === 4 && rest.length > 10 && s.ended, 'read and readToEnd');
+  const closed: SocketError | null = await s.disconnected({ timeout: 10 });
+  check(closed === null && heard[0] === 'open' && heard.includes('close null'), 'disconnected');
+  const listed = await c.call('list');
+  const entry = listed.find((l): l is ListedSocket => l.kind === 'socket' && l.socket === 'typed-socket');
+  check(entry !== undefined && entry.port === Number(port) && entry.stateName === 'Disconnected', 'list');
+  check(s.listenerCount('read') === 1, 'listenerCount');
+  s.off('read', onRead).removeAllListeners('open');
+  check(await s.release(), 'release');
+
+  // The same through call, and the notification types.
+  const created = await c.call('socket.create', { host: hostname, port: Number(port), socket: 'typed-raw' });
+  await c.call('socket.connect', { socket: created.socket, timeout: 10 });
+  const open: SocketOpenNotification = await c.waitNotification(isSocketOpen, { timeout: 15 });
+  check(open.params.socket === 'typed-raw', 'socket.onOpen');
+  // GET /echo HTTP/1.1, Host: typed (keep-alive: the upstream keeps the stream open).
+  const written = await c.call('socket.write', { socket: 'typed-raw', dataBase64: 'R0VUIC9lY2hvIEhUVFAvMS4xDQpIb3N0OiB0eXBlZA0KDQo=' });
+  check(written.bytes === 35, 'socket.write');
+  await c.waitNotification((m) => m.method === 'socket.onRead' && m.params.socket === 'typed-raw', { timeout: 10 });
+  const chunk: SocketChunk = await c.call('socket.read', { socket: 'typed-raw', maxBytes: 12, encoding: 'utf8' });
+  check(chunk.bytes === 12 && chunk.data === 'HTTP/1.1 200' && !chunk.closed, 'socket.read');
+  check((await c.call('socket.getState', { socket: 'typed-raw' })).stateName === 'Open', 'socket.getState');
+  await c.call('socket.disconnect', { socket: 'typed-raw' });
+  await c.call('socket.release', { socket: 'typed-raw' });
+  const others: Array<SocketReadNotification | SocketErrNotification | SocketCloseNotification> = [];
+  check(others.length === 0, 'the other socket notification types');
+  const word: SocketErrorWord = 'refused';
+  const err = new SocketError('s', word, 'm');
+  check(err.code === 'ESOCKET' && err.name === 'SocketError' && err.socket === 's' && err.message === 'm', 'SocketError');
+  while (c.pending().length > 0) await c.waitMessage();
+}
+
 async function connections(args: Args): Promise<void> {
   const unixOptions: ConnectOptions = { timeout: 5, inboxLimit: 100, token: null };
   const c = await Client.connectUnix(args.socket, unixOptions);
@@ -161,6 +220,7 @@ async function connections(args: Args): Promise<void> {
   check(heard.length === 5 && heard[4].method === 'onStateChange', 'the notification event');
   await callsAndErrors(c);
   await fetchAndDownload(c, args);
+  await sockets(c, args);
   const auth: AuthResult | undefined = c.authResult;
   check(auth === undefined && c.droppedMessages === 0 && c.malformed.length === 0 && !c.isClosed, 'state');
   const socket: ClientSocket = c.socket;
@@ -244,6 +304,18 @@ export function rejected(c: Client, r: string, socket: ClientSocket): void {
   new Client();
   // @ts-expect-error without @types/node, bytes are a Uint8Array and have no Buffer methods
   c.readBody(r).then((b) => b.readUInt8(0));
+  // @ts-expect-error socket.create needs a port
+  c.call('socket.create', { host: 'h' });
+  // @ts-expect-error a socket's port is a number
+  c.createSocket('h', '80');
+  // @ts-expect-error socket data is text or bytes
+  c.createSocket('h', 80).then((s) => s.write(5));
+  // @ts-expect-error a list entry may be a socket, which has no url
+  c.call('list').then((l) => l[0].url);
+  // @ts-expect-error the listener of read receives a number
+  c.createSocket('h', 80).then((s) => s.on('read', (available: string) => available));
+  // @ts-expect-error a RemoteSocket is made by createSocket
+  new RemoteSocket();
   new Client(socket, { inboxLimit: 1 });
   status.catch(() => undefined);
 }
