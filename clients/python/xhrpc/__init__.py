@@ -7,12 +7,14 @@
         print(r["status"], r["body"][:80])
 
 ``xhrpc.aio.AsyncClient`` (also ``xhrpc.AsyncClient``) is the same for asyncio.
+``Client.socket(host, port)`` gives a ``Socket``, a raw TCP or TLS stream that the
+server holds (``AsyncSocket`` from ``AsyncClient.socket``).
 """
 
-from .aio import AsyncClient
-from .client import (Client, ConnectionClosed, MalformedMessage, RPCError, TransferError, decode_body,
-                     default_socket_path, encode)
+from .aio import AsyncClient, AsyncSocket
+from .client import (Client, ConnectionClosed, MalformedMessage, RPCError, Socket, SocketError, TransferError,
+                     decode_body, default_socket_path, encode)
 
-__all__ = ["AsyncClient", "Client", "ConnectionClosed", "MalformedMessage", "RPCError", "TransferError",
-           "decode_body", "default_socket_path", "encode"]
+__all__ = ["AsyncClient", "AsyncSocket", "Client", "ConnectionClosed", "MalformedMessage", "RPCError", "Socket",
+           "SocketError", "TransferError", "decode_body", "default_socket_path", "encode"]
 __version__ = "0.1.0"

@@ -37,15 +37,17 @@ import time
 from typing import (Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Iterable, List, Mapping,
                     Optional, Set, Tuple, Union, cast)
 
-from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _READ_CALL_TIMEOUT,
-                     _READ_SIZE, BatchCall, ConnectionClosed, RPCError, TransferError,
-                     _batch_messages, _chunk_bytes, _DownloadState, _download_calls, _download_handle, _end_calls,
-                     _error_of, _expected_total, _fetch_params, _header_calls, _id_key,
-                     _is_notification, _is_response, _prepared, _raise_first_error, _read_params,
-                     _request_of, _result_of, _send_params, _status_calls, _unlink_quietly,
+from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT_TIMEOUT, _ON_CLOSE, _ON_ERR,
+                     _ON_OPEN, _ON_READ, _READ_CALL_TIMEOUT, _READ_SIZE, BatchCall, ConnectionClosed, Data,
+                     RPCError, SocketError, TransferError, _batch_messages, _chunk_bytes, _DownloadState,
+                     _download_calls, _download_handle, _end_calls, _exactly, _expected_total,
+                     _fetch_params, _header_calls, _id_key, _incomplete, _is_notification, _is_response,
+                     _prepared, _raise_first_error, _request_of, _result_of, _send_params, _socket_connect_params,
+                     _socket_create_params, _socket_error, _socket_event, _socket_read_params,
+                     _socket_write_params, _SocketBuffer, _Source, _status_calls, _unlink_quietly, _until,
                      default_socket_path, encode)
 
-__all__ = ["AsyncClient", "RPCError", "ConnectionClosed", "TransferError"]
+__all__ = ["AsyncClient", "AsyncSocket", "RPCError", "ConnectionClosed", "SocketError", "TransferError"]
 
 #: ``progress(received, total)``; it may also be a coroutine function.
 AsyncProgressCallback = Callable[[int, int], Union[None, Awaitable[None]]]
@@ -123,6 +125,8 @@ class AsyncClient:
         self._writer = writer
         self._ids = itertools.count(1)
         self._calls: Dict[Tuple[str, Any], "asyncio.Future[Dict[str, Any]]"] = {}
+        # Calls whose answer drops the notifications before it that a predicate picks.
+        self._drops: Dict[Tuple[str, Any], NotificationPredicate] = {}
         self._batches: Dict[Tuple[str, Any], _Batch] = {}
         self._abandoned: Set[Tuple[str, Any]] = set()
         self._inbox: Deque[Dict[str, Any]] = collections.deque()
@@ -254,6 +258,12 @@ class AsyncClient:
         if _is_response(msg):
             key = _key(msg.get("id"))
             fut = self._calls.pop(key, None) if key is not None else None
+            drop = self._drops.pop(key, None) if key is not None else None
+            if drop is not None:
+                # Here, before any later line: exactly the ones that came before the answer.
+                kept = [m for m in self._inbox if not drop(m)]
+                if len(kept) != len(self._inbox):
+                    self._inbox = collections.deque(kept)
             if fut is not None:
                 if not fut.done():
                     fut.set_result(msg)
@@ -360,6 +370,10 @@ class AsyncClient:
         ``timeout`` bounds the wait for the answer (None: no bound); the answer to a
         call that timed out or was cancelled is dropped when it comes.
         """
+        return await self._request(method, params, timeout, id)
+
+    async def _request(self, method: str, params: Any, timeout: Optional[float], id: Any = None,
+                       drop_before: Optional[NotificationPredicate] = None) -> Dict[str, Any]:
         rid = self.next_id() if id is None else id
         key = _key(rid)
         if key is None:
@@ -371,22 +385,28 @@ class AsyncClient:
             msg["params"] = params
         fut: "asyncio.Future[Dict[str, Any]]" = self._loop.create_future()
         self._calls[key] = fut
+        if drop_before is not None:
+            self._drops[key] = drop_before
         try:
             await self.send(msg)
             result: Dict[str, Any] = await _bounded(asyncio.shield(fut), timeout,
                                                     "response to id %r" % (rid,))
             return result
         except BaseException:
+            self._drops.pop(key, None)
             if self._calls.pop(key, None) is not None and not self._closed:
                 self._abandoned.add(key)
             raise
 
     async def call(self, method: str, params: Any = None, *, timeout: Optional[float] = 10) -> Any:
         """Call ``method``; return its result or raise ``RPCError``."""
-        resp = await self.request(method, params, timeout=timeout)
-        if "error" in resp:
-            raise _error_of(resp)
-        return resp["result"]
+        return _result_of(await self._request(method, params, timeout))
+
+    async def _call_dropping(self, method: str, params: Any, timeout: Optional[float],
+                             drop_before: NotificationPredicate) -> Any:
+        """``call``, dropping the notifications ``drop_before`` picks that arrived before
+        its answer (a read's ``socket.onRead``: they announced the bytes it took)."""
+        return _result_of(await self._request(method, params, timeout, drop_before=drop_before))
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no id, no reply)."""
@@ -492,14 +512,16 @@ class AsyncClient:
         result: Dict[str, Any] = await self.call("fetch", params, timeout=timeout_answer)
         return result
 
-    async def _drain(self, request: str, sink: Callable[[bytes], Awaitable[None]],
-                     timeout: Optional[float], max_bytes: Optional[int], own: bool) -> int:
-        """Pass the body of ``request`` to ``sink`` as it arrives, until
-        ``getReceiveBuffer`` says done; the number of bytes.  As ``Client._drain``:
-        a read that brought nothing waits for the next notification about the request
-        or a pause of 10 ms growing to 200 ms."""
+    async def _drain(self, request: str, sink: Callable[[bytes], Awaitable[Optional[bool]]],
+                     timeout: Optional[float], max_bytes: Optional[int], own: bool,
+                     stream: bool = False) -> bool:
+        """Pass the body of ``request`` (with ``stream``, the socket's stream) to
+        ``sink`` as it arrives, until ``getReceiveBuffer`` says done (``socket.read``
+        says closed): True; or until ``sink`` returns True: False.  As
+        ``Client._drain``: a read that brought nothing waits for the next notification
+        about the handle or a pause of 10 ms growing to 200 ms."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        params = _read_params(request, max_bytes)
+        source = _Source(request, max_bytes, stream)
         pause = _BODY_POLL_FIRST
         total = 0
         watch = self._watches.get(request)
@@ -510,19 +532,25 @@ class AsyncClient:
             while True:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
-                    raise TimeoutError("the body of %s did not end within %.3g s (%d bytes read)"
-                                       % (request, cast(float, timeout), total))
+                    raise TimeoutError("%s did not end within %.3g s (%d bytes read)"
+                                       % (source.noun, cast(float, timeout), total))
                 seen = watch.count
                 call_timeout = _READ_CALL_TIMEOUT if left is None else min(left, _READ_CALL_TIMEOUT)
-                chunk = await self.call("getReceiveBuffer", params, timeout=call_timeout)
+                if own and source.wakeups is not None:
+                    chunk = await self._call_dropping(source.method, source.params, call_timeout, source.wakeups)
+                else:
+                    chunk = await self.call(source.method, source.params, timeout=call_timeout)
                 data = _chunk_bytes(chunk)
+                stop = False
                 if data:
                     total += len(data)
                     pause = _BODY_POLL_FIRST
-                    await sink(data)
-                if chunk["done"]:
-                    return total
-                if own:
+                    stop = bool(await sink(data))
+                if chunk[source.end]:
+                    return True
+                if stop:
+                    return False
+                if own and source.wakeups is None:
                     self._discard_notifications(request)
                 if not data and watch.count == seen and not self._closed:
                     watch.event.clear()
@@ -604,6 +632,13 @@ class AsyncClient:
             pass  # the connection is gone or stuck: the server releases with it
         self._discard_notifications(name)
 
+    # ---- raw sockets ------------------------------------------------------
+
+    async def socket(self, host: str, port: int, ssl: bool = False, name: Optional[str] = None) -> "AsyncSocket":
+        """``socket.create``: an ``AsyncSocket`` in state Prepared; as ``Client.socket``."""
+        result = await self.call("socket.create", _socket_create_params(host, port, ssl, name))
+        return AsyncSocket(self, result["socket"], host, port, ssl)
+
     # ---- closing --------------------------------------------------------
 
     @property
@@ -634,6 +669,134 @@ class AsyncClient:
             if not done:
                 self._task.cancel()
                 await asyncio.wait({self._task}, timeout=timeout)
+
+
+class AsyncSocket:
+    """``xhrpc.Socket`` for an ``AsyncClient``: the same methods, awaited (timeouts
+    keyword-only); ``async with`` releases it.  One task at a time should read it."""
+
+    def __init__(self, client: AsyncClient, handle: str, host: Optional[str] = None,
+                 port: Optional[int] = None, ssl: bool = False) -> None:
+        self.client = client
+        self.handle = handle
+        self.host = host
+        self.port = port
+        self.ssl = ssl
+        #: The last ``socket.onErr`` that ``wait_open`` or ``wait_closed`` took.
+        self.error: Optional[SocketError] = None
+        self._buf = _SocketBuffer()
+
+    def __repr__(self) -> str:
+        return "<xhrpc.AsyncSocket %s %s:%s%s>" % (self.handle, self.host, self.port, " ssl" if self.ssl else "")
+
+    async def __aenter__(self) -> "AsyncSocket":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.release()
+        except (OSError, TimeoutError, RPCError):
+            pass  # gone already, or the connection is: the server releases with it
+
+    @property
+    def closed(self) -> bool:
+        """True once a read said the stream ended and every byte was returned."""
+        return self._buf.ended and not self._buf.data
+
+    async def disable_host_verification(self) -> None:
+        await self.client.call("socket.disableHostVerification", {"socket": self.handle})
+
+    async def disable_peer_verification(self) -> None:
+        await self.client.call("socket.disablePeerVerification", {"socket": self.handle})
+
+    async def connect(self, timeout: Optional[float] = None) -> None:
+        """``socket.connect`` (answered at once; ``wait_open`` waits); as ``Socket.connect``."""
+        self.client._discard_notifications(self.handle)
+        await self.client.call("socket.connect", _socket_connect_params(self.handle, timeout))
+        self._buf.reset()
+        self.error = None
+
+    async def wait_open(self, *, timeout: Optional[float] = _CONNECT_TIMEOUT + _ANSWER_MARGIN) -> None:
+        """Wait for ``socket.onOpen``; ``SocketError`` at ``socket.onErr``."""
+        msg = await self.client.wait_notification(_socket_event(self.handle, (_ON_OPEN, _ON_ERR, _ON_CLOSE)),
+                                                  timeout=timeout)
+        if msg.get("method") == _ON_OPEN:
+            return
+        self.error = _socket_error(msg)
+        raise self.error
+
+    async def wait_closed(self, *, timeout: Optional[float] = 10) -> None:
+        """Wait for ``socket.onClose``; an ``onErr`` before it is kept in ``error``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            msg = await self.client.wait_notification(_socket_event(self.handle, (_ON_ERR, _ON_CLOSE)),
+                                                      timeout=left)
+            if msg.get("method") == _ON_CLOSE:
+                return
+            self.error = _socket_error(msg)
+
+    async def state(self) -> str:
+        """The state's name: Prepared, Connecting, Open, Disconnecting or Disconnected."""
+        answer: str = (await self.client.call("socket.getState", {"socket": self.handle}))["stateName"]
+        return answer
+
+    async def disconnect(self) -> None:
+        await self.client.call("socket.disconnect", {"socket": self.handle})
+
+    async def release(self) -> None:
+        try:
+            await self.client.call("socket.release", {"socket": self.handle})
+        finally:
+            self.client._discard_notifications(self.handle)
+
+    async def write(self, data: Data) -> int:
+        """Queue ``data`` (text as UTF-8); the number of bytes.  As ``Socket.write``."""
+        n: int = (await self.client.call("socket.write", _socket_write_params(self.handle, data)))["bytes"]
+        return n
+
+    async def read(self, max_bytes: Optional[int] = None) -> bytes:
+        """The bytes received and not read yet (``b""`` when none), without waiting."""
+        if self._buf.data:
+            return self._buf.take(max_bytes)
+        chunk = await self.client._call_dropping("socket.read", _socket_read_params(self.handle, max_bytes),
+                                                 _READ_CALL_TIMEOUT, _socket_event(self.handle, (_ON_READ,)))
+        data = _chunk_bytes(chunk)
+        self._buf.ended = bool(chunk["closed"])
+        return data
+
+    async def _fill(self, end: Callable[[bytearray], Optional[int]], timeout: Optional[float],
+                    what: str) -> bytes:
+        n = end(self._buf.data)
+        if n is None and not self._buf.ended:
+            async def sink(data: bytes) -> bool:
+                self._buf.data += data
+                return end(self._buf.data) is not None
+
+            if await self.client._drain(self.handle, sink, timeout, None, own=True, stream=True):
+                self._buf.ended = True
+            n = end(self._buf.data)
+        if n is None:
+            raise _incomplete(self.handle, len(self._buf.data), what)
+        return self._buf.take(n)
+
+    async def read_exactly(self, n: int, *, timeout: Optional[float] = 30) -> bytes:
+        """Exactly ``n`` bytes, waiting for them; ``EOFError`` if the stream ends first."""
+        return await self._fill(_exactly(n), timeout, "%d bytes came" % n)
+
+    async def read_until(self, separator: bytes = b"\n", *, timeout: Optional[float] = 30) -> bytes:
+        """The bytes up to and including the next ``separator``."""
+        return await self._fill(_until(separator), timeout, "%r came" % (separator,))
+
+    async def read_until_closed(self, *, timeout: Optional[float] = 30, max_bytes: Optional[int] = None) -> bytes:
+        """Every byte until the stream ends."""
+        if not self._buf.ended:
+            async def sink(data: bytes) -> None:
+                self._buf.data += data
+
+            await self.client._drain(self.handle, sink, timeout, max_bytes, own=True, stream=True)
+            self._buf.ended = True
+        return self._buf.take(None)
 
 
 def _nodelay(writer: asyncio.StreamWriter) -> None:

@@ -31,6 +31,8 @@ __all__ = [
     "ConnectionClosed",
     "MalformedMessage",
     "TransferError",
+    "Socket",
+    "SocketError",
     "default_socket_path",
     "decode_body",
     "encode",
@@ -331,12 +333,17 @@ def _result_of(resp: Dict[str, Any]) -> Any:
 
 
 def _request_of(msg: Any) -> Optional[str]:
-    """The request a notification is about (``params.request``), if any."""
+    """The request or socket a notification is about (``params.request``, else
+    ``params.socket``), if any: the server's handles are unique across both."""
     if not _is_notification(msg):
         return None
     params = msg.get("params")
-    req = params.get("request") if isinstance(params, dict) else None
-    return req if isinstance(req, str) else None
+    if not isinstance(params, dict):
+        return None
+    handle = params.get("request")
+    if handle is None:
+        handle = params.get("socket")
+    return handle if isinstance(handle, str) else None
 
 
 def _fetch_params(url: str, method: str, headers: Optional[Mapping[str, str]],
@@ -362,10 +369,11 @@ def _answer_timeout(timeout: Optional[float]) -> Optional[float]:
 
 
 def _chunk_bytes(chunk: Dict[str, Any]) -> bytes:
-    """The bytes of a base64 ``getReceiveBuffer`` result, checked against its count."""
+    """The bytes of a base64 ``getReceiveBuffer`` or ``socket.read`` result, checked
+    against its count."""
     data = base64.b64decode(chunk["data"])
     if len(data) != chunk["bytes"]:
-        raise ValueError("getReceiveBuffer said %r bytes but its data holds %d" % (chunk["bytes"], len(data)))
+        raise ValueError("the read said %r bytes but its data holds %d" % (chunk["bytes"], len(data)))
     return data
 
 
@@ -374,6 +382,146 @@ def _read_params(request: str, max_bytes: Optional[int]) -> Dict[str, Any]:
     if max_bytes is not None:
         params["maxBytes"] = max_bytes
     return params
+
+
+class _Source:
+    """What ``_drain`` reads: a request's body (``getReceiveBuffer`` until ``done``) or a
+    socket's stream (``socket.read`` until ``closed``).  ``wakeups``, for a stream, picks
+    the notifications that only say bytes arrived (``socket.onRead``): a reader of its
+    own socket drops those that came before each read's answer, which took their bytes."""
+
+    __slots__ = ("method", "params", "end", "noun", "wakeups")
+
+    def __init__(self, handle: str, max_bytes: Optional[int], stream: bool) -> None:
+        self.wakeups: Optional[Callable[[Any], bool]]
+        if stream:
+            self.method = "socket.read"
+            self.params = _socket_read_params(handle, max_bytes)
+            self.end = "closed"
+            self.noun = "the stream of %s" % handle
+            self.wakeups = _socket_event(handle, (_ON_READ,))
+        else:
+            self.method = "getReceiveBuffer"
+            self.params = _read_params(handle, max_bytes)
+            self.end = "done"
+            self.noun = "the body of %s" % handle
+            self.wakeups = None
+
+
+# ---- raw sockets: what the synchronous and the asyncio helpers share ------
+
+_ON_OPEN = "socket.onOpen"
+_ON_READ = "socket.onRead"
+_ON_ERR = "socket.onErr"
+_ON_CLOSE = "socket.onClose"
+# The server's connect timeout when the caller gives none (API: 30 s); wait_open's
+# default adds the margin for the notification to travel.
+_CONNECT_TIMEOUT = 30.0
+#: What ``Socket.write`` takes: text (sent as UTF-8) or bytes.
+Data = Union[str, bytes, bytearray, memoryview]
+
+
+class SocketError(Exception):
+    """A socket's stream failed: the ``socket.onErr`` notification.
+
+    ``error`` is its word (``refused``, ``timeout``, ``resolve``, ``unreachable``,
+    ``tls``, ``policy_denied``, ``proxy``, ``reset``, ``io``; ``closed`` when the
+    stream closed before it opened without saying why), ``message`` the server's
+    explanation (``SSL certificate problem: …`` for ``tls``), ``socket`` the handle.
+    """
+
+    def __init__(self, socket: str, error: str, message: str) -> None:
+        super().__init__("socket %s: %s: %s" % (socket, error, message))
+        self.socket = socket
+        self.error = error
+        self.message = message
+
+
+def _socket_create_params(host: str, port: int, ssl: bool, name: Optional[str]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"host": host, "port": port}
+    if ssl:
+        params["ssl"] = True
+    if name is not None:
+        params["socket"] = name
+    return params
+
+
+def _socket_connect_params(handle: str, timeout: Optional[float]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"socket": handle}
+    if timeout is not None:
+        params["timeout"] = timeout
+    return params
+
+
+def _socket_write_params(handle: str, data: Data) -> Dict[str, Any]:
+    if isinstance(data, str):
+        return {"socket": handle, "data": data}
+    return {"socket": handle, "dataBase64": base64.b64encode(bytes(data)).decode("ascii")}
+
+
+def _socket_read_params(handle: str, max_bytes: Optional[int]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"socket": handle, "encoding": "base64"}
+    if max_bytes is not None:
+        params["maxBytes"] = max_bytes
+    return params
+
+
+def _socket_event(handle: str, methods: Tuple[str, ...]) -> Callable[[Any], bool]:
+    """A message predicate: a notification ``methods`` about the socket ``handle``."""
+    def match(msg: Any) -> bool:
+        return isinstance(msg, dict) and msg.get("method") in methods and _request_of(msg) == handle
+    return match
+
+
+def _socket_error(msg: Dict[str, Any]) -> SocketError:
+    """The ``SocketError`` of a ``socket.onErr`` notification (or of an early onClose)."""
+    params = msg.get("params")
+    params = params if isinstance(params, dict) else {}
+    if msg.get("method") == _ON_ERR:
+        return SocketError(str(params.get("socket")), str(params.get("error")), str(params.get("message")))
+    return SocketError(str(params.get("socket")), "closed", "the stream closed before it opened")
+
+
+class _SocketBuffer:
+    """Bytes a socket helper read from the server and has not returned yet (what
+    ``read_exactly`` and ``read_until`` read past their end), and whether the server
+    said the stream ended.  One reading of it for the sync and the asyncio helper."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.ended = False
+
+    def take(self, n: Optional[int]) -> bytes:
+        n = len(self.data) if n is None else min(n, len(self.data))
+        out = bytes(self.data[:n])
+        del self.data[:n]
+        return out
+
+    def reset(self) -> None:
+        self.data.clear()
+        self.ended = False
+
+
+def _exactly(n: int) -> Callable[[bytearray], Optional[int]]:
+    """For ``read_exactly``: how many bytes of the buffer to return, once it holds ``n``."""
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    return lambda buf: n if len(buf) >= n else None
+
+
+def _until(separator: bytes) -> Callable[[bytearray], Optional[int]]:
+    """For ``read_until``: the bytes up to and including ``separator``, once it came."""
+    if not separator:
+        raise ValueError("the separator must not be empty")
+
+    def end(buf: bytearray) -> Optional[int]:
+        i = buf.find(separator)
+        return None if i < 0 else i + len(separator)
+    return end
+
+
+def _incomplete(handle: str, buffered: int, what: str) -> EOFError:
+    return EOFError("the stream of %s ended before %s (%d bytes left to read)" % (handle, what, buffered))
 
 
 def _download_handle() -> str:
@@ -646,14 +794,20 @@ class Client:
                 self._inbox.append(e)
             self._cond.notify_all()
 
-    def _take(self, match: Callable[[_Entry], bool], timeout: Optional[float], what: str) -> _Entry:
-        """Remove and return the first inbox entry for which ``match(entry)`` is true."""
+    def _take(self, match: Callable[[_Entry], bool], timeout: Optional[float], what: str,
+              drop_before: Optional[Callable[[Any], bool]] = None) -> _Entry:
+        """Remove and return the first inbox entry for which ``match(entry)`` is true;
+        with ``drop_before``, also remove the messages before it that it picks."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
                 for i, e in enumerate(self._inbox):
                     if match(e):
                         del self._inbox[i]
+                        if drop_before is not None:
+                            kept = [x for j, x in enumerate(self._inbox) if j >= i or not drop_before(x.message)]
+                            if len(kept) != len(self._inbox):
+                                self._inbox = collections.deque(kept)
                         return e
                 if self._closed:
                     raise ConnectionClosed("connection closed while waiting for %s%s" % (
@@ -686,19 +840,27 @@ class Client:
     def request(self, method: str, params: Any = None, timeout: Optional[float] = 10,
                 id: Any = None) -> Dict[str, Any]:
         """Send a call and return the whole response object (result or error)."""
+        return self._request(method, params, timeout, id)
+
+    def _request(self, method: str, params: Any, timeout: Optional[float], id: Any = None,
+                 drop_before: Optional[Callable[[Any], bool]] = None) -> Dict[str, Any]:
         rid = self.next_id() if id is None else id
         msg: Dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": rid}
         if params is not None:
             msg["params"] = params
         self.send(msg)
-        return self.wait_response(rid, timeout)
+        return self._wait_response(rid, timeout, drop_before)
 
     def wait_response(self, rid: Any, timeout: Optional[float] = 10) -> Dict[str, Any]:
         """Wait for the response with id ``rid`` (sent earlier, e.g. with ``send_raw``)."""
+        return self._wait_response(rid, timeout)
+
+    def _wait_response(self, rid: Any, timeout: Optional[float],
+                       drop_before: Optional[Callable[[Any], bool]] = None) -> Dict[str, Any]:
         try:
             e = self._take(lambda e: _is_response(e.message) and e.message.get("id") == rid
                            and type(e.message.get("id")) is type(rid),
-                           timeout, "the response to id %r" % (rid,))
+                           timeout, "the response to id %r" % (rid,), drop_before)
         except TimeoutError:
             with self._cond:
                 self._abandoned.add(_id_key(rid))
@@ -708,10 +870,13 @@ class Client:
 
     def call(self, method: str, params: Any = None, timeout: Optional[float] = 10) -> Any:
         """Call ``method``; return its result or raise ``RPCError``."""
-        resp = self.request(method, params, timeout)
-        if "error" in resp:
-            raise _error_of(resp)
-        return resp["result"]
+        return _result_of(self._request(method, params, timeout))
+
+    def _call_dropping(self, method: str, params: Any, timeout: Optional[float],
+                       drop_before: Callable[[Any], bool]) -> Any:
+        """``call``, dropping the notifications ``drop_before`` picks that arrived before
+        its answer (a read's ``socket.onRead``: they announced the bytes it took)."""
+        return _result_of(self._request(method, params, timeout, drop_before=drop_before))
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no id, no reply)."""
@@ -831,18 +996,21 @@ class Client:
         with self._cond:
             self._cond.wait_for(lambda: self._closed or self._watches[request].count != seen, seconds)
 
-    def _drain(self, request: str, sink: Callable[[bytes], None], timeout: Optional[float],
-               max_bytes: Optional[int], own: bool) -> int:
-        """Pass the body of ``request`` to ``sink`` as it arrives (each read that brought
-        bytes) until ``getReceiveBuffer`` says done; return the number of bytes.
+    def _drain(self, request: str, sink: Callable[[bytes], Optional[bool]], timeout: Optional[float],
+               max_bytes: Optional[int], own: bool, stream: bool = False) -> bool:
+        """Pass the body of ``request`` (with ``stream``, the stream of the socket
+        ``request``) to ``sink`` as it arrives, each read that brought bytes, until
+        ``getReceiveBuffer`` says done (``socket.read`` says closed): True; or until
+        ``sink`` returns True: False.
 
         A read that brings nothing is followed by a wait for the next notification
-        about the request, or a pause that grows from 10 to 200 ms when none comes:
-        never a busy loop.  ``own``: the request is the client's own, and its
-        notifications are dropped as they come instead of piling up in the inbox.
+        about the handle, or a pause that grows from 10 to 200 ms when none comes:
+        never a busy loop.  ``own``: the handle is the client's own, and its
+        notifications are dropped as they come instead of piling up in the inbox (a
+        socket's ``socket.onRead`` only, those that came before each read's answer).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        params = _read_params(request, max_bytes)
+        source = _Source(request, max_bytes, stream)
         pause = _BODY_POLL_FIRST
         total = 0
         self._watch(request)
@@ -850,19 +1018,25 @@ class Client:
             while True:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
-                    raise TimeoutError("the body of %s did not end within %.3g s (%d bytes read)"
-                                       % (request, cast(float, timeout), total))
+                    raise TimeoutError("%s did not end within %.3g s (%d bytes read)"
+                                       % (source.noun, cast(float, timeout), total))
                 seen = self._news_count(request)
                 call_timeout = _READ_CALL_TIMEOUT if left is None else min(left, _READ_CALL_TIMEOUT)
-                chunk = self.call("getReceiveBuffer", params, timeout=call_timeout)
+                if own and source.wakeups is not None:
+                    chunk = self._call_dropping(source.method, source.params, call_timeout, source.wakeups)
+                else:
+                    chunk = self.call(source.method, source.params, timeout=call_timeout)
                 data = _chunk_bytes(chunk)
+                stop = False
                 if data:
                     total += len(data)
                     pause = _BODY_POLL_FIRST
-                    sink(data)
-                if chunk["done"]:
-                    return total
-                if own:
+                    stop = bool(sink(data))
+                if chunk[source.end]:
+                    return True
+                if stop:
+                    return False
+                if own and source.wakeups is None:
                     self._discard_notifications(request)
                 if not data:
                     self._wait_news(request, seen, pause if left is None else min(pause, left))
@@ -946,6 +1120,17 @@ class Client:
             pass  # the connection is gone or stuck: the server releases with it
         self._discard_notifications(name)
 
+    # ---- raw sockets ------------------------------------------------------
+
+    def socket(self, host: str, port: int, ssl: bool = False, name: Optional[str] = None) -> "Socket":
+        """A raw TCP (``ssl=True``: TLS) stream to ``host:port`` held by the server:
+        ``socket.create``, returned as a ``Socket`` in state Prepared (nothing is sent
+        before ``connect``).  ``name``: the handle to use (else the server makes one).
+        Raises ``RPCError`` (``limit_exceeded`` past the principal's ``sockets`` limit,
+        ``already_exists`` for a name in use, -32602 for a bad host or port)."""
+        result = self.call("socket.create", _socket_create_params(host, port, ssl, name))
+        return Socket(self, result["socket"], host, port, ssl)
+
     # ---- closing --------------------------------------------------------
 
     @property
@@ -990,3 +1175,169 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+class Socket:
+    """A raw TCP or TLS stream that xhrpcd holds for a ``Client``: ``Client.socket``
+    makes one; ``Socket(client, handle)`` wraps a handle found otherwise (``list``,
+    ``attach``).  Each method is one call of ``socket.*``, which raises ``RPCError``
+    (``invalid_state`` in a state that does not allow it, ``unknown_handle`` once
+    released).  Its notifications (``socket.onOpen``, ``onRead``, ``onErr``,
+    ``onClose``) stay in the client's inbox for ``client.wait_notification`` unless a
+    method here takes them: ``wait_open`` and ``wait_closed`` take theirs, a read drops
+    the ``onRead`` ones (they only say bytes arrived), ``connect`` the old stream's.
+
+    A ``with`` block releases the socket at its end.
+    """
+
+    def __init__(self, client: Client, handle: str, host: Optional[str] = None,
+                 port: Optional[int] = None, ssl: bool = False) -> None:
+        self.client = client
+        self.handle = handle
+        self.host = host
+        self.port = port
+        self.ssl = ssl
+        #: The last ``socket.onErr`` that ``wait_open`` or ``wait_closed`` took.
+        self.error: Optional[SocketError] = None
+        self._buf = _SocketBuffer()
+
+    def __repr__(self) -> str:
+        return "<xhrpc.Socket %s %s:%s%s>" % (self.handle, self.host, self.port, " ssl" if self.ssl else "")
+
+    def __enter__(self) -> "Socket":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.release()
+        except (OSError, TimeoutError, RPCError):
+            pass  # gone already, or the connection is: the server releases with it
+
+    @property
+    def closed(self) -> bool:
+        """True once a read said the stream ended and every byte was returned."""
+        return self._buf.ended and not self._buf.data
+
+    # ---- set-up and state -------------------------------------------------
+
+    def disable_host_verification(self) -> None:
+        """TLS: accept a certificate whose names do not match the host (Prepared or
+        Disconnected only)."""
+        self.client.call("socket.disableHostVerification", {"socket": self.handle})
+
+    def disable_peer_verification(self) -> None:
+        """TLS: accept any certificate at all, host name included (Prepared or
+        Disconnected only)."""
+        self.client.call("socket.disablePeerVerification", {"socket": self.handle})
+
+    def connect(self, timeout: Optional[float] = None) -> None:
+        """Start connecting (``socket.connect``; from Prepared or Disconnected); it
+        answers at once, ``wait_open`` waits for the outcome.  ``timeout``: the
+        server's bound on the connect and TLS handshake, in seconds (None: its
+        default, 30 s).  A host the server's egress rules deny raises ``RPCError``
+        (``policy_denied``) here.  Bytes and notifications of an earlier stream still
+        waiting are dropped: a new stream starts."""
+        self.client._discard_notifications(self.handle)
+        self.client.call("socket.connect", _socket_connect_params(self.handle, timeout))
+        self._buf.reset()
+        self.error = None
+
+    def wait_open(self, timeout: Optional[float] = _CONNECT_TIMEOUT + _ANSWER_MARGIN) -> None:
+        """Wait for ``socket.onOpen``; raise ``SocketError`` at ``socket.onErr`` (its
+        ``error`` and ``message``; the ``socket.onClose`` that follows stays for
+        ``wait_closed``), ``TimeoutError`` after ``timeout`` s."""
+        msg = self.client.wait_notification(_socket_event(self.handle, (_ON_OPEN, _ON_ERR, _ON_CLOSE)), timeout)
+        if msg.get("method") == _ON_OPEN:
+            return
+        self.error = _socket_error(msg)
+        raise self.error
+
+    def wait_closed(self, timeout: Optional[float] = 10) -> None:
+        """Wait for ``socket.onClose`` (after ``disconnect``, a failure or the peer's
+        close); an ``onErr`` before it is kept in ``error``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            msg = self.client.wait_notification(_socket_event(self.handle, (_ON_ERR, _ON_CLOSE)), left)
+            if msg.get("method") == _ON_CLOSE:
+                return
+            self.error = _socket_error(msg)
+
+    def state(self) -> str:
+        """The state's name: Prepared, Connecting, Open, Disconnecting or Disconnected."""
+        answer: str = self.client.call("socket.getState", {"socket": self.handle})["stateName"]
+        return answer
+
+    def disconnect(self) -> None:
+        """Close the stream after the queued writes went out (``socket.disconnect``;
+        Open or Connecting only); ``wait_closed`` waits for the end."""
+        self.client.call("socket.disconnect", {"socket": self.handle})
+
+    def release(self) -> None:
+        """Close the stream if open and forget the socket (``socket.release``); its
+        notifications still waiting are dropped."""
+        try:
+            self.client.call("socket.release", {"socket": self.handle})
+        finally:
+            self.client._discard_notifications(self.handle)
+
+    # ---- bytes -------------------------------------------------------------
+
+    def write(self, data: Data) -> int:
+        """Queue ``data`` (text is sent as UTF-8, bytes as they are) and return the
+        number of bytes.  Open only.  Past ``--max-buffer-bytes`` queued and not yet
+        taken by the kernel it raises ``RPCError`` ``limit_exceeded``
+        (``data.limit`` ``maxBufferBytes``) and nothing of ``data`` was queued: retry
+        later."""
+        n: int = self.client.call("socket.write", _socket_write_params(self.handle, data))["bytes"]
+        return n
+
+    def read(self, max_bytes: Optional[int] = None) -> bytes:
+        """The bytes received and not read yet, at most ``max_bytes`` (None: all the
+        server holds), without waiting: ``b""`` when none.  ``closed`` tells when no
+        more will come."""
+        if self._buf.data:
+            return self._buf.take(max_bytes)
+        chunk = self.client._call_dropping("socket.read", _socket_read_params(self.handle, max_bytes),
+                                           _READ_CALL_TIMEOUT, _socket_event(self.handle, (_ON_READ,)))
+        data = _chunk_bytes(chunk)
+        self._buf.ended = bool(chunk["closed"])
+        return data
+
+    def _fill(self, end: Callable[[bytearray], Optional[int]], timeout: Optional[float],
+              what: str) -> bytes:
+        """Read into the buffer until ``end`` finds where to cut it; return up to there."""
+        n = end(self._buf.data)
+        if n is None and not self._buf.ended:
+            def sink(data: bytes) -> bool:
+                self._buf.data += data
+                return end(self._buf.data) is not None
+
+            if self.client._drain(self.handle, sink, timeout, None, own=True, stream=True):
+                self._buf.ended = True
+            n = end(self._buf.data)
+        if n is None:
+            raise _incomplete(self.handle, len(self._buf.data), what)
+        return self._buf.take(n)
+
+    def read_exactly(self, n: int, timeout: Optional[float] = 30) -> bytes:
+        """Exactly ``n`` bytes, waiting for them (``onRead``, or a short growing pause;
+        never spinning).  ``EOFError`` if the stream ends first (the bytes stay
+        readable), ``TimeoutError`` after ``timeout`` s (None: no bound)."""
+        return self._fill(_exactly(n), timeout, "%d bytes came" % n)
+
+    def read_until(self, separator: bytes = b"\n", timeout: Optional[float] = 30) -> bytes:
+        """The bytes up to and including the next ``separator``, waiting as
+        ``read_exactly`` does (``EOFError`` if the stream ends first)."""
+        return self._fill(_until(separator), timeout, "%r came" % (separator,))
+
+    def read_until_closed(self, timeout: Optional[float] = 30, max_bytes: Optional[int] = None) -> bytes:
+        """Every byte until the stream ends (the peer closed, a failure, ``disconnect``),
+        waiting as ``read_exactly`` does; ``max_bytes`` bounds each read."""
+        if not self._buf.ended:
+            def sink(data: bytes) -> None:
+                self._buf.data += data  # kept here if the wait fails: nothing is lost
+
+            self.client._drain(self.handle, sink, timeout, max_bytes, own=True, stream=True)
+            self._buf.ended = True
+        return self._buf.take(None)
