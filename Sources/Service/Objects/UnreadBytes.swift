@@ -12,7 +12,12 @@ enum BodyEncoding: String {
 /// (`Principal.buffered`, which the `bufferedBytes` limit is measured on), and reading
 /// hands out base64, or UTF-8 with a character split at the end held back until the
 /// rest arrives. A byte is handed out once and never lost.
-struct UnreadBytes {
+///
+/// A class, not a struct: telling the principal can wake objects that paused for its
+/// budget, and they look at their own buffer (this one among them) from inside that
+/// call; a struct would still be under its mutating access then, which Swift's
+/// exclusivity checking stops the process for.
+final class UnreadBytes {
     private var queue = ByteQueue()
     unowned let principal: Principal
 
@@ -21,7 +26,7 @@ struct UnreadBytes {
     var count: Int { queue.count }
     var isEmpty: Bool { queue.isEmpty }
 
-    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    func append(_ bytes: UnsafeRawBufferPointer) {
         queue.append(bytes)
         principal.buffered(bytes.count)
     }
@@ -29,7 +34,7 @@ struct UnreadBytes {
     /// Takes up to `maxBytes` from the front, encoded. `complete` says that no more bytes
     /// will come, so a character cut at the very end is an error rather than held back.
     /// Bytes that are not UTF-8 are refused (and stay unread) with `utf8`.
-    mutating func read(maxBytes: Int, encoding: BodyEncoding, complete: Bool) throws(RPCError) -> (text: String, bytes: Int) {
+    func read(maxBytes: Int, encoding: BodyEncoding, complete: Bool) throws(RPCError) -> (text: String, bytes: Int) {
         var n = min(maxBytes, queue.count)
         let text: String
         switch encoding {
@@ -50,19 +55,19 @@ struct UnreadBytes {
     }
 
     /// Everything unread, taken.
-    mutating func takeAll() -> [UInt8] {
+    func takeAll() -> [UInt8] {
         let all = Array(queue.peek(queue.count))
         removeAll()
         return all
     }
 
-    mutating func removeAll() {
+    func removeAll() {
         let n = queue.count
         queue.removeAll()
         if n > 0 { principal.buffered(-n) }
     }
 
-    private mutating func consume(_ n: Int) {
+    private func consume(_ n: Int) {
         queue.consume(n)
         if n > 0 { principal.buffered(-n) }
     }

@@ -60,7 +60,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var statusText = ""
     var responseHeaders: [(name: String, value: String)] = []
     /// The unread body.
-    var body: UnreadBytes
+    let body: UnreadBytes
     /// The transfer under way. Setting and clearing it keeps the principal's count of
     /// transfers in flight in step, whichever path ends it.
     var transfer: Transfer? {

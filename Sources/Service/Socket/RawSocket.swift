@@ -45,9 +45,10 @@ final class RawSocket: SessionObject, BudgetWaiter {
     private var connector: SocketConnector?
     private var stream: (any ByteStream)?
     /// Received and not read yet.
-    private var inbound: UnreadBytes
-    /// Whether the current stream has ended (or none exists): nothing more will arrive.
-    private var inputEnded = true
+    private let inbound: UnreadBytes
+    /// Whether the last stream has ended: nothing more will arrive. False before the
+    /// first connect, when no stream has existed yet.
+    private var inputEnded = false
     /// Whether reading stopped because the inbound buffer or the principal's is full.
     private var readingPaused = false
     /// Bounds the flush of a `disconnect`.
@@ -148,6 +149,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         }
         stream.write(bytes)
         bytesOut += bytes.count
+        principal.usage.socketBytesSent += UInt64(bytes.count)
         return bytes.count
     }
 
@@ -232,6 +234,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         let wasEmpty = inbound.isEmpty
         inbound.append(bytes)
         bytesIn += bytes.count
+        principal.usage.socketBytesReceived += UInt64(bytes.count)
         if !readingPaused, inbound.count >= env.requestSettings.maxBufferBytes || principal.budgetExhausted {
             readingPaused = true
             stream?.stopReading()

@@ -681,12 +681,26 @@ class Egress(SocketCase):
     SERVER_ARGS = ("--deny", "blocked.test")
 
     def test_a_denied_address_gets_no_packet(self):
+        # A name is resolved and each address checked before any connect: onErr.
         c = self.connect()
-        for host, listen in (("127.0.0.1", "127.0.0.1"), ("::1", "::1"), ("localhost", "127.0.0.1")):
+        sentinel = self.silent("127.0.0.1")
+        h = self.create_connect(c, "localhost", sentinel.port)
+        self.assertFailed(c, h, "policy_denied", DENIED)
+        self.assertFalse(sentinel.attempted(0.3), "the denied address received a connection")
+
+    def test_a_denied_literal_is_refused_by_connect_itself(self):
+        # An IP literal is its own address: the host rules see its range at once, as for
+        # an http URL, so connect answers the denial and nothing is looked up or sent.
+        c = self.connect()
+        for host in ("127.0.0.1", "::1", "[::1]"):
             with self.subTest(host=host):
-                sentinel = self.silent(listen)
-                h = self.create_connect(c, host, sentinel.port)
-                self.assertFailed(c, h, "policy_denied", DENIED)
+                sentinel = self.silent("::1" if ":" in host else "127.0.0.1")
+                h = c.call("socket.create", {"host": host, "port": sentinel.port})["socket"]
+                e = rpc_error(lambda: c.call("socket.connect", {"socket": h}))
+                self.assertEqual((e.code, e.reason), (-32003, "policy_denied"))
+                self.assertIn("special-purpose range", e.message)
+                self.assertState(c, h, 0)
+                self.assertNoEvents(c, h)
                 self.assertFalse(sentinel.attempted(0.3), "the denied address received a connection")
 
     def test_a_denied_host_is_refused_at_connect(self):
