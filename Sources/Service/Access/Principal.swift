@@ -109,6 +109,9 @@ final class Principal {
         /// Response body bytes received from upstreams, and request body bytes sent.
         var httpBytesReceived: UInt64 = 0
         var httpBytesSent: UInt64 = 0
+        /// Bytes raw sockets received from their peers, and wrote to them.
+        var socketBytesReceived: UInt64 = 0
+        var socketBytesSent: UInt64 = 0
         var connectionsAccepted: UInt64 = 0
         /// Error responses by reason word (or by the specification's error name).
         var errors: [String: UInt64] = [:]

@@ -44,7 +44,7 @@ extension Server {
 extension Server {
     /// The figures of `server.stats` summed over `group` (and over the connections that
     /// never authenticated, with `anonymous`). Live figures (connections, requests by
-    /// state, transfers, buffered bytes, bytes of open connections) are read now;
+    /// state, sockets by state, transfers, buffered bytes, bytes of open connections) are read now;
     /// the rest are the principals' counters.
     func usage(of group: [Principal], anonymous: Bool = false) -> JSONObject {
         let members = Set(group.map(ObjectIdentifier.init))
@@ -55,6 +55,8 @@ extension Server {
             totals.bytesOut += u.bytesOut
             totals.httpBytesReceived += u.httpBytesReceived
             totals.httpBytesSent += u.httpBytesSent
+            totals.socketBytesReceived += u.socketBytesReceived
+            totals.socketBytesSent += u.socketBytesSent
             totals.connectionsAccepted += u.connectionsAccepted
             for (k, v) in u.errors { errors[k, default: 0] += v }
         }
@@ -75,16 +77,24 @@ extension Server {
         for p in group {
             for r in p.requests { states[r.state.name] = .int((states[r.state.name]?.int64Value ?? 0) + 1) }
         }
+        var sockets = JSONObject()
+        for state in SocketState.allCases { sockets[state.name] = 0 }
+        for p in group {
+            for o in p.sockets { sockets[o.state.name] = .int((sockets[o.state.name]?.int64Value ?? 0) + 1) }
+        }
         var errorObject = JSONObject()
         for (k, v) in errors.sorted(by: { $0.key < $1.key }) { errorObject[k] = .int(Int64(v)) }
         return [
             "connections": .int(Int64(group.reduce(0) { $0 + $1.connections })),
             "connectionsAccepted": .int(Int64(totals.connectionsAccepted)),
             "requests": .object(states),
+            "sockets": .object(sockets),
             "transfersInFlight": .int(Int64(group.reduce(0) { $0 + $1.transfersInFlight })),
             "bufferedBytes": .int(Int64(group.reduce(0) { $0 + $1.bufferedBytes })),
             "bytesIn": .int(Int64(totals.bytesIn)), "bytesOut": .int(Int64(totals.bytesOut)),
             "httpBytesReceived": .int(Int64(totals.httpBytesReceived)), "httpBytesSent": .int(Int64(totals.httpBytesSent)),
+            "socketBytesReceived": .int(Int64(totals.socketBytesReceived)),
+            "socketBytesSent": .int(Int64(totals.socketBytesSent)),
             "errors": .object(errorObject),
         ]
     }
