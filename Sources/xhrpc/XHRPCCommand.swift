@@ -10,21 +10,21 @@ import XHRPCClient
 /// - 1: the server answered the call with an error (printed on stderr);
 /// - 64: the command line is wrong (EX_USAGE, argument-parser's usage error);
 /// - 3: the server could not be reached, or the connection ended early;
-/// - 4: `fetch`: the request got no response (refused, timed out, denied…; the
-///   reason is printed);
+/// - 4: `fetch`: the request got no response; `socket`: the socket could not be
+///   opened (refused, timed out, denied…; the reason is printed);
 /// - 22: `fetch --fail`: the response's status is 400 or more (curl's code).
 @main
 struct XHRPCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "xhrpc",
-        abstract: "Talk to xhrpcd: call any method, fetch URLs with a progress bar, watch requests.",
+        abstract: "Talk to xhrpcd: call any method, fetch URLs with a progress bar, watch requests, open sockets.",
         discussion: """
             The server is found on its default Unix socket ($XDG_RUNTIME_DIR/xhrpc.sock, else \
             /tmp/xhrpc-<uid>.sock) unless --socket or --tcp says otherwise.
             Exit status: 0 done; 1 the server answered with an error; 64 bad command line; 3 the \
-            server cannot be reached; 4 fetch got no response; 22 fetch --fail and status >= 400.
+            server cannot be reached; 4 fetch got no response or socket could not connect; 22 fetch --fail and status >= 400.
             """,
-        subcommands: [CallCommand.self, FetchCommand.self, WatchCommand.self, DiscoverCommand.self])
+        subcommands: [CallCommand.self, FetchCommand.self, WatchCommand.self, DiscoverCommand.self, SocketCommand.self])
 }
 
 /// The exit statuses, in one place.

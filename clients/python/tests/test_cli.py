@@ -1,7 +1,7 @@
 """The ``xhrpc`` command (Sources/xhrpc, on the Swift client library Sources/XHRPCClient)
 run as a user runs it, against the real xhrpcd and the fixture upstream.
 
-Covers every subcommand (``call``, ``discover``, ``fetch``, ``watch``), each exit status
+Covers every subcommand (``call``, ``discover``, ``fetch``, ``watch``, ``socket``), each exit status
 the command documents (0, 1, 3, 4, 22, 64), the connection options (``--socket``,
 ``--tcp`` with ``--token-file``, ``--tls`` with ``--ca-file``) and the progress bar,
 which is drawn only when stderr is a terminal: ``script`` gives the command one.
@@ -15,8 +15,10 @@ import os
 import shlex
 import shutil
 import signal
+import socket as pysocket
 import subprocess
 import tempfile
+import threading
 import unittest
 
 from support import ServerTestCase, find_binary, pattern
@@ -229,6 +231,66 @@ class Watch(CLICase):
         # with SIGINT ignored, and a test run may be such a command.
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(RUN_DEADLINE), -signal.SIGTERM)
+
+
+class Socket(CLICase):
+    """``xhrpc socket HOST PORT``: standard input to a raw socket, what it receives to
+    standard output, through the server (netcat over xhrpc)."""
+
+    def peer(self, serve):
+        """A one-connection TCP peer on 127.0.0.1 running ``serve(conn)``; its port."""
+        listener = pysocket.create_server(("127.0.0.1", 0))
+        self.addCleanup(listener.close)
+
+        def run():
+            listener.settimeout(RUN_DEADLINE)
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(RUN_DEADLINE)
+                serve(conn)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.addCleanup(t.join, RUN_DEADLINE)
+        return listener.getsockname()[1]
+
+    def test_input_reaches_the_peer_and_its_answer_stdout_byte_exact(self):
+        sent = pattern.pattern_bytes(200_000)
+
+        def echo(conn):
+            got = 0
+            while got < len(sent):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                got += len(chunk)
+                conn.sendall(chunk)
+        port = self.peer(echo)
+        p = self.run_cli("socket", "--quit-after", "1", "127.0.0.1", str(port), input=sent)
+        self.assertExit(p, 0)
+        self.assertEqual(p.stdout, sent)
+        with Client.connect_unix(self.server.socket_path) as c:
+            stats = c.call("server.stats")
+        self.assertGreaterEqual(stats["socketBytesSent"], len(sent))
+        self.assertGreaterEqual(stats["socketBytesReceived"], len(sent))
+
+    def test_a_peer_that_closes_first_ends_the_command(self):
+        port = self.peer(lambda conn: conn.sendall(b"220 ready\r\n"))
+        p = self.run_cli("socket", "127.0.0.1", str(port), input=b"")
+        self.assertExit(p, 0)
+        self.assertEqual(p.stdout, b"220 ready\r\n")
+
+    def test_a_socket_that_cannot_open_exits_4_with_the_reason(self):
+        closed = pysocket.create_server(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        closed.close()
+        p = self.run_cli("socket", "127.0.0.1", str(port), input=b"")
+        self.assertExit(p, 4)
+        self.assertIn(b"refused", p.stderr)
+        p = self.run_cli("socket", "--insecure", "127.0.0.1", str(port), input=b"")
+        self.assertExit(p, 64)
 
 
 class OverTLSWithAToken(CLICase):
