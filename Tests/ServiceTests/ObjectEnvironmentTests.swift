@@ -97,4 +97,57 @@ import TestSupport
         #expect(closed)
         try loop.close()
     }
+
+    @Test func aSocketRunsOnAnEnvironmentOfItsOwn() throws {
+        let loop = try Loop()
+        let clock = ManualClock()
+        let env = try RecordingEnvironment(loop: loop, clock: clock.clock)
+        // An echo peer on the same loop.
+        let listener = try Listener.tcp(loop: loop, host: "127.0.0.1", port: 0)
+        var peers: [EventLoop.Stream] = []
+        try listener.listen { result in
+            guard case .success(let peer) = result else { return }
+            peers.append(peer)
+            try? peer.startReading { event in
+                if case .data(let bytes) = event { peer.write(bytes) }
+            }
+        }
+        let principal = try Principal(name: "solo")
+        let o = RawSocket(handle: "s1", host: "127.0.0.1", port: listener.boundPort ?? 0, ssl: false,
+                          principal: principal, creator: nil, environment: env)
+        #expect(o.state == .prepared && o.isIdle)
+        try o.connect(timeout: 5)
+        #expect(o.state == .connecting && !o.isIdle)
+        func run(until done: () -> Bool) {
+            var turns = 0
+            while !done(), turns < 10_000 {
+                _ = loop.runOnce()
+                turns += 1
+            }
+        }
+        run { o.state == .open }
+        #expect(o.state == .open)
+        #expect(try o.write(Array("hello".utf8)) == 5)
+        run { principal.bufferedBytes == 5 }
+        #expect(principal.bufferedBytes == 5, "the socket's unread bytes count in the principal's budget")
+        let read = try o.read(maxBytes: 100, encoding: .utf8)
+        #expect(read["data"]?.stringValue == "hello" && read["closed"]?.boolValue == false)
+        #expect(principal.bufferedBytes == 0)
+        try o.disconnect()
+        run { o.state == .disconnected }
+        #expect(o.state == .disconnected && o.isIdle)
+        #expect(try o.read(maxBytes: 100, encoding: .base64)["closed"]?.boolValue == true)
+        #expect(env.finishedEntries.map { ($0.method, $0.url, $0.bytesIn, $0.bytesOut, $0.event) }.first
+            .map { $0 == ("SOCKET", "tcp://127.0.0.1:\(listener.boundPort ?? 0)", 5, 5, "socket closed") } == true,
+            "\(env.finishedEntries)")
+
+        var closed = false
+        o.release()
+        for p in peers { p.close() }
+        listener.close()
+        env.close { closed = true }
+        loop.run()
+        #expect(closed)
+        try loop.close()
+    }
 }

@@ -63,7 +63,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
 
     var lastUsed: Double
 
-    init(handle: String, host: String, port: Int, ssl: Bool, principal: Principal, creator: ClientSession,
+    init(handle: String, host: String, port: Int, ssl: Bool, principal: Principal, creator: ClientSession?,
          environment: ObjectEnvironment) {
         self.handle = handle
         self.host = host
