@@ -9,7 +9,10 @@ query parameters named token, access_token, key, api_key, apikey, secret, passwo
 sig, signature, or named with ``--redact-query``, read ``REDACTED``.
 """
 
+import base64
 import json
+import socket
+import threading
 import time
 import unittest
 
@@ -85,6 +88,58 @@ class AccessLog(ServerTestCase):
         self.assertEqual(entry["url"], self.upstream.base +
                          "/x?apikey=REDACTED&t%6Fken=REDACTED&Signature=REDACTED&keep=1#frag")
         c.call("release", {"request": "shown"})
+
+
+class SocketLines(ServerTestCase):
+    """A raw socket writes one line when its stream closes: method SOCKET, the url
+    tcp://host:port, the bytes each way and, after an error, its word as reason."""
+
+    LOG_LEVEL = "info"
+    SERVER_ARGS = ("--log-format", "json")
+
+    def socket_lines(self, count, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = [json.loads(l) for l in self.server.stderr_text(10 ** 7).splitlines() if l.startswith("{")]
+            found = [l for l in lines if l.get("logger") == "xhrpc.access" and l.get("method") == "SOCKET"]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.02)
+
+    def test_one_line_per_closed_stream(self):
+        listener = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(listener.close)
+        port = listener.getsockname()[1]
+
+        def peer():
+            listener.settimeout(10)
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(10)
+                data = conn.recv(100)
+                conn.sendall(data.upper() + b"!")
+        t = threading.Thread(target=peer, daemon=True)
+        t.start()
+        self.addCleanup(t.join, 10)
+        c = self.connect()
+        c.call("socket.create", {"host": "127.0.0.1", "port": port, "socket": "logged"})
+        c.call("socket.connect", {"socket": "logged"})
+        c.wait_notification(lambda m: m["method"] == "socket.onOpen")
+        c.call("socket.write", {"socket": "logged", "data": "hello"})
+        c.wait_notification(lambda m: m["method"] == "socket.onClose")
+        self.assertEqual(base64.b64decode(c.call("socket.read", {"socket": "logged"})["data"]), b"HELLO!")
+        c.call("socket.create", {"host": "127.0.0.1", "port": port, "socket": "refused"})
+        listener.close()
+        c.call("socket.connect", {"socket": "refused"})
+        c.wait_notification(lambda m: m["method"] == "socket.onClose" and m["params"]["socket"] == "refused")
+        lines = self.socket_lines(2)
+        self.assertEqual(len(lines), 2, lines)
+        ok, refused = lines
+        self.assertEqual(ok["message"], "socket closed")
+        self.assertEqual((ok["url"], ok["bytesOut"], ok["bytesIn"], ok["principal"]),
+                         ("tcp://127.0.0.1:%d" % port, 5, 6, "local"))
+        self.assertNotIn("reason", ok)
+        self.assertEqual((refused["url"], refused["reason"], refused["bytesIn"]), ("tcp://127.0.0.1:%d" % port, "refused", 0))
 
 
 class TextFormat(ServerTestCase):
