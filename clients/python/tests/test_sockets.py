@@ -520,6 +520,19 @@ class PrincipalBudget(SocketCase):
         c = self.connect()
         peer = self.peer(send_then_close(self.SIZE))
         s = self.open_socket(c, "127.0.0.1", peer.port)
+        # Nothing read yet: once the peer is stuck, the server holds the budget and at
+        # most one read more (64 KiB), not its own 8 MiB buffer.
+        last, still = -1, 0
+        for _ in range(200):  # bounded: 10 s
+            sent = peer.snapshot()["sent"]
+            still = still + 1 if sent == last else 0
+            if still >= 6:
+                break
+            last = sent
+            time.sleep(0.05)
+        held = c.call("server.stats")["bufferedBytes"]
+        self.assertLessEqual(held, MIB + 64 * 1024, "the socket kept reading past the principal's budget")
+        self.assertGreater(held, 0)
         digest = hashlib.sha256()
         total = 0
         max_lead = 0
