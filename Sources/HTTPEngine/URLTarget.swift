@@ -39,7 +39,7 @@ public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
     /// uses for `CURLOPT_URL` (`CURLU_NON_SUPPORT_SCHEME` so another scheme is reported
     /// by name instead of as a parse error). Throws `CURLE_URL_MALFORMAT` with
     /// libcurl's reason.
-    static func parse(url: String) throws -> URLTarget {
+    public static func parse(url: String) throws -> URLTarget {
         let u = try makeHandle()
         defer { curl_url_cleanup(u) }
         let rc = curl_url_set(u, CURLUPART_URL, url, UInt32(CURLU_NON_SUPPORT_SCHEME))

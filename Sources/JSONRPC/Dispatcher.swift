@@ -1,5 +1,11 @@
 import JSON
 
+/// What a peer answered to a request of ours: its result, or its error object as sent.
+public enum RPCResponse {
+    case result(JSONValue)
+    case error(JSONValue)
+}
+
 /// Turns decoded JSON values into calls of registered methods, and their outcomes into
 /// responses. Pure with respect to I/O: it writes only through the `RPCPeer`, so the
 /// specification's examples run against it with no socket.
@@ -14,6 +20,10 @@ public final class Dispatcher {
     /// Called for every error answered, by this dispatcher or later by a deferred call
     /// (statistics).
     public var onError: ((RPCPeer, RPCError) -> Void)?
+    /// Called for every response the peer sends to a request of ours (a server → client
+    /// request, DESIGN §3): its id and its result, or its error object. A response is
+    /// never answered, whether or not anyone was waiting for it.
+    public var onResponse: ((RPCPeer, JSONValue, RPCResponse) -> Void)?
 
     public init(registry: MethodRegistry) { self.registry = registry }
 
@@ -44,6 +54,11 @@ public final class Dispatcher {
     }
 
     private func run(_ value: JSONValue, peer: RPCPeer, sink: ReplySink) {
+        if let response = Self.response(value) {
+            sink.deliver(nil)
+            onResponse?(peer, response.id, response.outcome)
+            return
+        }
         let call: RPCCall
         let paramError: RPCError?
         switch makeCall(value, peer: peer, sink: sink) {
@@ -65,6 +80,15 @@ public final class Dispatcher {
         } catch {
             call.fail(error as? RPCError ?? .internalError(String(describing: error)))
         }
+    }
+
+    /// `value` read as a response (an object with an id, `result` or `error`, and no
+    /// `method`), or nil when it is not one.
+    static func response(_ value: JSONValue) -> (id: JSONValue, outcome: RPCResponse)? {
+        guard case .object(let o) = value, o["method"] == nil, let id = o["id"] else { return nil }
+        if let error = o["error"], o["result"] == nil { return (id, .error(error)) }
+        if let result = o["result"], o["error"] == nil { return (id, .result(result)) }
+        return nil
     }
 
     private struct Invalid: Error {

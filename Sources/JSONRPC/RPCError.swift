@@ -19,6 +19,10 @@ public struct RPCError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The `reason` word of an application error, if any.
     public var reason: String? { data?["reason"]?.stringValue }
 
+    /// What a person reads: `data.detail` when the error has one (the -32602 family),
+    /// else the message.
+    public var explanation: String { data?["detail"]?.stringValue ?? message }
+
     /// One word for any error, for statistics: the application's `reason`, or the
     /// specification's error in the same style (`invalid_params`, …).
     public var kind: String {
@@ -90,6 +94,7 @@ public struct RPCError: Error, Equatable, Sendable, CustomStringConvertible {
         case fileError = "file_error"
         case messageTooLarge = "message_too_large"
         case requestFailed = "request_failed"
+        case busy = "busy"
 
         public var code: Int {
             switch self {
@@ -103,6 +108,7 @@ public struct RPCError: Error, Equatable, Sendable, CustomStringConvertible {
             case .fileError: -32008
             case .messageTooLarge: -32009
             case .requestFailed: -32010
+            case .busy: -32011
             }
         }
     }

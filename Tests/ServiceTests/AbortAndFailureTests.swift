@@ -25,7 +25,7 @@ import TestSupport
             _ = try c.waitNotification { $0["params"]?["stateName"] == "SENT" }
             #expect(try c.call("abort", ["request": .string(r)]) == true)
             let done = try c.waitNotification { $0["params"]?["stateName"] == "DONE" }
-            #expect(done["params"] == ["request": .string(r), "state": 5, "stateName": "DONE", "status": 0, "statusText": "Aborted"])
+            #expect(done["params"] == ["request": .string(r), "state": 5, "stateName": "DONE", "status": 0, "statusText": "Aborted", "attempt": 1])
             #expect(try c.call("getStatus", ["request": .string(r)]) == 0)
         }
     }

@@ -19,7 +19,7 @@ import Testing
             let text = "Denied by egress policy: 127.0.0.1 is in the special-purpose range 127.0.0.0/8 (loopback)."
             #expect(try c.call("getStatus", ["request": .string(r)]) == 0)
             #expect(try c.call("getStatusText", ["request": .string(r)]) == .string(text))
-            #expect(try c.call("getState", ["request": .string(r)]) == ["state": 5, "stateName": "DONE"])
+            #expect(try c.call("getState", ["request": .string(r)]) == ["state": 5, "stateName": "DONE", "attempt": 1])
             #expect(try c.call("getReceiveBuffer", ["request": .string(r)]) == ["data": "", "encoding": "base64", "bytes": 0, "done": true])
         }
     }

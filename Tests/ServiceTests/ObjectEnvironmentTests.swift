@@ -1,6 +1,7 @@
 import EventLoop
 import HTTPEngine
 import JSONRPC
+import Logging
 import SecureStream
 import Testing
 @testable import Service
@@ -31,6 +32,9 @@ import TestSupport
         }
 
         func socketTLSContext() throws -> TLSContext { try TLSContext.trustingSystemCAs() }
+        lazy var questions = ServerQuestions(loop: loop, logger: Logger(label: "test"))
+        var logged: [String] = []
+        func log(_ message: String) { logged.append(message) }
         func cookiesMayHaveChanged(for principal: Principal) { cookieNotices.append(principal.name) }
         func objectMayHaveSettled() { settled += 1 }
         var finishedEntries: [AccessLogEntry] = []

@@ -9,7 +9,7 @@ import TestSupport
             let c = try server.connect()
             let r = try c.start(up.base + "/bytes/100")
             #expect(try c.statesUntilDone(r) == ["OPENED", "SENT", "HEADERS_RECEIVED", "LOADING", "DONE"])
-            #expect(try c.call("getState", ["request": .string(r)]) == ["state": 5, "stateName": "DONE"])
+            #expect(try c.call("getState", ["request": .string(r)]) == ["state": 5, "stateName": "DONE", "attempt": 1])
             #expect(try c.call("getStatus", ["request": .string(r)]) == 200)
             #expect(try c.call("getStatusText", ["request": .string(r)]) == "OK")
             #expect(try c.call("getResponseHeader", ["request": .string(r), "header": "content-length"]) == "100")

@@ -19,6 +19,9 @@ final class Principal {
     /// `enableHttpProxy` wins. Kept here, not on the connection, so that every
     /// connection of the principal sees the same routing and another principal none of it.
     var secureCommunication = false
+    /// The connection registered as interceptor of this principal's requests
+    /// (`intercept.register`), if any.
+    var interceptor: Interceptor?
     /// The cookies of all this principal's requests (unless a request disables cookie
     /// handling), and of no one else's. It lives as long as the principal; `CookiePersistence`
     /// loads and saves its persistent part.

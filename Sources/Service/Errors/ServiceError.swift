@@ -58,6 +58,17 @@ enum ServiceError {
         .app(.policyDenied, "Denied by egress policy: \(reason)")
     }
 
+    // MARK: busy
+
+    /// The principal already has an interceptor.
+    static var interceptorBusy: RPCError {
+        .app(.busy, "This principal already has an interceptor; unregister it or close its connection first")
+    }
+
+    static func unknownInterceptor(_ id: String) -> RPCError {
+        .app(.unknownHandle, "No interceptor '\(id)'", ["interceptor": .string(id)])
+    }
+
     // MARK: limit_exceeded — data.limit names the limit, data.max gives its value
 
     static func limitExceeded(_ limit: String, max: Int, _ message: String) -> RPCError {

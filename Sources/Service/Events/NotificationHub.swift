@@ -51,7 +51,7 @@ final class NotificationHub {
         let params: JSONValue = [
             "request": .string(request.handle), "state": .int(Int64(state.rawValue)),
             "stateName": .string(state.name), "status": .int(Int64(request.status)),
-            "statusText": .string(request.statusText),
+            "statusText": .string(request.statusText), "attempt": .int(Int64(request.attempt)),
         ]
         for s in targets { s.connection.notify("onStateChange", params) }
     }

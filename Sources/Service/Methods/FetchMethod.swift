@@ -7,7 +7,7 @@ import JSONRPC
 /// object API (so it has the same semantics and failures), answered at DONE.
 extension Server {
     func registerFetch() {
-        registry.register("fetch", params: ["method?", "url", "headers?", "body?", "bodyBase64?", "timeout?", "responseType?"]) {
+        registry.register("fetch", params: ["method?", "url", "headers?", "body?", "bodyBase64?", "timeout?", "responseType?", "retry?"]) {
             [unowned self] call in
             let s = try session(call)
             try checkAcceptingTransfers()
@@ -18,9 +18,13 @@ extension Server {
             let responseType = try p.optionalWord("responseType", oneOf: ["text", "base64", "json"]) ?? "text"
             let body = try BodyParams.body(p)
             let timeout = try p.optionalSeconds("timeout") ?? 0
+            let retry = try p.optionalObject("retry").map { o throws(RPCError) in try RetryPolicy.parse(o) }
 
-            let r = HTTPRequest(handle: "fetch", principal: s.principal, creator: nil, environment: self)
+            // Its own handle (in no table), so that an interceptor can tell fetches apart.
+            let handle = ObjectName.generate(prefix: "fetch_") { _ in false }
+            let r = HTTPRequest(handle: handle, principal: s.principal, creator: nil, environment: self)
             r.failsWhenBufferFull = true
+            r.retryPolicy = retry
             r.open(method: method, url: url, async: true, user: nil, password: nil,
                    auth: .basic, opener: nil)
             for m in try p.optionalObject("headers")?.members ?? [] {

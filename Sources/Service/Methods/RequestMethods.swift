@@ -128,7 +128,15 @@ extension Server {
         }
 
         onRequest("getState") { r, _ in
-            ["state": .int(Int64(r.state.rawValue)), "stateName": .string(r.state.name)]
+            ["state": .int(Int64(r.state.rawValue)), "stateName": .string(r.state.name), "attempt": .int(Int64(r.attempt))]
+        }
+
+        onRequest("setRetryPolicy", params: ["maxAttempts", "initialDelay?", "maxDelay?", "retryOn?"]) { r, call in
+            try r.checkOptionsAllowed("setRetryPolicy")
+            var settings = call.params.object
+            settings["request"] = nil
+            r.retryPolicy = try RetryPolicy.parse(settings)
+            return true
         }
         onRequest("getStatus") { r, _ in .int(Int64(r.status)) }
         onRequest("getStatusText") { r, _ in .string(r.statusText) }

@@ -32,6 +32,10 @@ protocol ObjectEnvironment: AnyObject {
     /// An object finished its work (a request reached DONE): one line of the access log.
     /// The entry is made only when the log takes it (a URL's redaction is not free).
     func finished(_ entry: @autoclosure () -> AccessLogEntry)
+    /// Questions to clients (an interceptor's), answered later or not at all.
+    var questions: ServerQuestions { get }
+    /// Writes a notice to the server's log (a decision worth an operator's attention).
+    func log(_ message: String)
     /// Runs `body` on the next turn of the loop, outside the callback it is called from.
     func soon(_ body: @escaping () -> Void)
 }

@@ -34,6 +34,7 @@ extension HTTPRequest {
                     transferEnded(t)
                 }
                 transfer = nil
+                stopAttempts()
             case .clearResponse:
                 status = 0
                 statusText = ""
@@ -70,11 +71,24 @@ extension HTTPRequest {
     // MARK: TransferDelegate
 
     func transfer(_ t: Transfer, receivedHead head: ResponseHead) {
+        if discardsForRetry(t, head) { return }
         pendingHead = head
         perform(machine.headReceived())
+        tell(.didReceiveResponse, [
+            "request": .string(handle), "status": .int(Int64(head.status)), "statusText": .string(head.statusText),
+            "headers": .object(Self.headerObject(head.headers)),
+            "expectedContentLength": .int(Self.expectedLength(head.headers)),
+        ])
+    }
+
+    /// The Content-Length of a head, or -1 when it has none that can be read.
+    static func expectedLength(_ headers: [(name: String, value: String)]) -> Int64 {
+        headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int64($0.value.trimmingCharacters(in: .whitespaces)) } ?? -1
     }
 
     func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
+        // A response thrown away for a retry: paused until it is cancelled.
+        if t === discarding { return false }
         if let max = settings.maxResponseBytes, receivedBytes + bytes.count > max {
             return fail(t, "The response body is larger than \(max) bytes (--max-response-bytes)")
         }
@@ -90,6 +104,7 @@ extension HTTPRequest {
         }
         if body.count >= settings.maxBufferBytes { return false }
         body.append(bytes)
+        noticeData(bytes)
         receivedBytes += bytes.count
         principal.usage.httpBytesReceived += UInt64(bytes.count)
         perform(machine.bodyReceived())
@@ -127,9 +142,22 @@ extension HTTPRequest {
     func transfer(_ t: Transfer, completedWith failure: TransferFailure?) {
         lastTransfer = t
         transferEnded(t)
+        if t === discarding {
+            // Its retry is planned already (`discardsForRetry`).
+            transfer = nil
+            return
+        }
         if let failure {
-            perform(machine.failed(failure.text))
+            if state == .sent {
+                // No response: another attempt may follow.
+                transfer = nil
+                attemptFailed(failure)
+            } else {
+                perform(machine.failed(failure.text))
+            }
         } else {
+            flushNoticeData()
+            tell(.didFinishLoading, ["request": .string(handle)])
             perform(machine.completed())
         }
     }
@@ -138,7 +166,7 @@ extension HTTPRequest {
     private func accessLogEntry(since started: Double) -> AccessLogEntry {
         AccessLogEntry(principal: principal.name, method: method, url: displayURL, status: status,
                        reason: status == 0 ? statusText : nil, bytesIn: receivedBytes, bytesOut: sentBytes,
-                       durationMs: Int(((env.clock.now() - started) * 1000).rounded()), attempts: 1)
+                       durationMs: Int(((env.clock.now() - started) * 1000).rounded()), attempts: max(attempt, 1))
     }
 
     /// A transfer stopped for good; if it used the jar, it may have stored cookies.

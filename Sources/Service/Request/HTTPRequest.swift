@@ -61,14 +61,38 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var responseHeaders: [(name: String, value: String)] = []
     /// The unread body.
     let body: UnreadBytes
-    /// The transfer under way. Setting and clearing it keeps the principal's count of
-    /// transfers in flight in step, whichever path ends it.
+    /// The transfer under way. Setting and clearing it (or `between`) keeps the
+    /// principal's count of transfers in flight in step, whichever path ends it.
     var transfer: Transfer? {
-        didSet {
-            if oldValue == nil, transfer != nil { principal.transfersInFlight += 1 }
-            if oldValue != nil, transfer == nil { principal.transfersInFlight -= 1 }
-        }
+        didSet { countInFlight() }
     }
+    /// The wait between two attempts of a send: a question or a backoff
+    /// (`HTTPRequest+Attempts.swift`). Setting it to nil does not cancel it; `stopAttempts`
+    /// does.
+    var between: Between? {
+        didSet { countInFlight() }
+    }
+    private var countedInFlight = false
+
+    /// A send is in flight while it has a transfer or waits between attempts.
+    private func countInFlight() {
+        let now = transfer != nil || between != nil
+        guard now != countedInFlight else { return }
+        countedInFlight = now
+        principal.transfersInFlight += now ? 1 : -1
+    }
+
+    // Attempts (`HTTPRequest+Attempts.swift`).
+    /// `setRetryPolicy`'s, or `fetch`'s `retry`; nil: never retried on its own.
+    var retryPolicy: RetryPolicy?
+    /// The attempt of the current send (1 for the first); 0 before any send.
+    var attempt = 0
+    /// What the current send sends; an interceptor's replacement changes it.
+    var planned: TransferRequest?
+    /// A transfer whose response is thrown away for a retry.
+    var discarding: Transfer?
+    /// Body bytes not yet sent to the interceptor in `didReceiveData`.
+    var pendingNoticeData: [UInt8] = []
     /// Body bytes received by the current transfer, for `--max-response-bytes`.
     var receivedBytes = 0
     /// Request body bytes the last transfer sent, noted when it ended (the response's
@@ -120,6 +144,8 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         self.auth = auth
         self.opener = opener
         perform(machine.open())
+        attempt = 0
+        planned = nil
     }
 
     /// Adds a header to send. The one way in for headers, whoever supplies them: the
@@ -192,15 +218,20 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         default:
             request.body = body
         }
-        let t = Transfer(request: request, delegate: self)
-        do {
-            try env.engine.start(t)
-        } catch let e as TransferFailure {
-            throw RPCError.invalidParams("cannot send: \(e.text)")
-        } catch {
-            throw RPCError.internalError("cannot send: \(error)")
+        planned = request
+        attempt = 1
+        let asks = interceptor(for: .willSendRequest) != nil
+        if !asks {
+            // Started before the transition, so that a refused start is this call's error
+            // and changes nothing.
+            do {
+                try startTransfer(request)
+            } catch let e as TransferFailure {
+                throw RPCError.invalidParams("cannot send: \(e.text)")
+            } catch {
+                throw RPCError.internalError("cannot send: \(error)")
+            }
         }
-        transfer = t
         receivedBytes = 0
         sentBytes = 0
         sentAt = env.clock.now()
@@ -210,7 +241,16 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         } catch {
             preconditionFailure("send was checked to be in OPENED: \(error)")
         }
+        if asks { beginAttempt() }
         return isAsync
+    }
+
+    /// Stops a wait between attempts (a question is forgotten, a backoff dropped).
+    func stopAttempts() {
+        between?.cancel()
+        between = nil
+        discarding = nil
+        pendingNoticeData = []
     }
 
     func abort() -> Bool {

@@ -6,7 +6,8 @@
 /// Transitions (the state table api/openrpc.json and the README describe):
 /// - UNSENT: `open` → OPENED.
 /// - OPENED: `open` → OPENED again (options kept, headers and body cleared); `send` → SENT.
-/// - SENT: head received → HEADERS_RECEIVED; failure → DONE; `abort` → DONE.
+/// - SENT: head received → HEADERS_RECEIVED; failure → DONE; `abort` → DONE; a retry
+///   → SENT again (reported once more, with the attempt's number).
 /// - HEADERS_RECEIVED: first body bytes (or the end) → LOADING; failure or `abort` → DONE.
 /// - LOADING: completion, failure or `abort` → DONE.
 /// - DONE: `open` → OPENED.
@@ -65,6 +66,15 @@ struct RequestStateMachine {
         var actions: [Action] = [.clearResponse]
         move(to: .sent, &actions)
         actions.append(.startTransfer)
+        return actions
+    }
+
+    /// Another attempt of the same send begins (a retry): still SENT, reported again so
+    /// that subscribers see each attempt. Nothing of the previous attempt was recorded.
+    mutating func retrying() -> [Action] {
+        guard state == .sent else { return [] }
+        var actions: [Action] = []
+        move(to: .sent, &actions)
         return actions
     }
 

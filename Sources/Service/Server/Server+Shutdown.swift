@@ -139,6 +139,7 @@ extension Server {
         // After the releases: their transfers have ended, so the jars hold all there is.
         cookies.close()
         hub.close()
+        questions.close()
         coalescer.close()
         engine.shutdown { [self] in
             let done = shutdownDone

@@ -22,6 +22,8 @@ public final class Server {
     let dispatcher: Dispatcher
     let engine: TransferEngine
     let hub: NotificationHub
+    /// Questions to interceptors, waiting for their answers.
+    let questions: ServerQuestions
     let coalescer: WriteCoalescer
     let requestSettings: RequestSettings
     /// The principals, by name, uid and token (`Authentication.swift`).
@@ -70,6 +72,7 @@ public final class Server {
         if engineOptions.userAgent.isEmpty { engineOptions.userAgent = "xhrpc/\(Server.version)" }
         engine = try TransferEngine(loop: loop, options: engineOptions)
         hub = try NotificationHub(loop: loop)
+        questions = ServerQuestions(loop: loop, logger: logger)
         coalescer = try WriteCoalescer(loop: loop)
         requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects,
                                           maxResponseBytes: config.maxResponseBytes)
@@ -79,6 +82,7 @@ public final class Server {
         sweepTimer = try EventLoop.Timer(loop: loop)
         dispatcher.gate = { [unowned self] call in try admit(call) }
         dispatcher.onError = { [unowned self] peer, error in count(error, from: peer) }
+        dispatcher.onResponse = { [unowned self] peer, id, response in questions.answered(by: peer, id: id, response) }
         registerMethods()
     }
 
@@ -93,6 +97,7 @@ public final class Server {
         registerFetch()
         registerDetachMethods()
         registerSocketMethods()
+        registerInterceptMethods()
     }
 
     /// The declared methods and their parameter names, for the contract test.
@@ -117,6 +122,8 @@ public final class Server {
     /// objects it created (and did not detach) are released.
     private func end(_ session: ClientSession) {
         session.end()
+        questions.connectionClosed(session.connection)
+        if session.principal.interceptor?.session === session { session.principal.interceptor = nil }
         for id in session.subscriptionIDs { session.principal.subscriptions[id] = nil }
         for handle in session.createdObjects {
             if let o = session.principal.objects[handle] { release(o) }
@@ -166,6 +173,7 @@ extension Server: ObjectEnvironment {
     var secretQueryNames: Set<String> { config.engine.secretQueryNames }
     func cookiesMayHaveChanged(for principal: Principal) { cookies.jarMayHaveChanged(principal) }
     func objectMayHaveSettled() { drainMayHaveEnded() }
+    func log(_ message: String) { logger.notice("\(message)") }
 
     /// The access log: one line per finished request at info level, under the label
     /// `xhrpc.access`, with its figures as metadata (JSON keys with `--log-format json`).

@@ -1,0 +1,275 @@
+import EventLoop
+import Foundation
+import HTTPEngine
+import JSON
+import JSONRPC
+
+/// How one `send` becomes one or more attempts: the interceptor's questions before each
+/// attempt and after a failed one (`Interceptor`, the seed GDURLRequestDataDelegate), the
+/// retry policy's backoff (`RetryPolicy`), and the notices an interceptor gets. The
+/// request stays SENT between attempts; a retry is reported as SENT again with its
+/// attempt number, and only the last attempt's response is ever recorded.
+///
+/// Between attempts (waiting for an answer or a backoff) the request counts as in
+/// flight, and `abort`, `open` and `release` stop the wait as they stop a transfer.
+extension HTTPRequest {
+    /// What the request waits for between attempts.
+    enum Between {
+        case asking(ServerQuestions.Ticket)
+        case backingOff(EventLoop.Timer)
+
+        func cancel() {
+            switch self {
+            case .asking(let ticket): ticket.cancel()
+            case .backingOff(let timer): timer.close()
+            }
+        }
+    }
+
+    /// At most this many attempts per send when an interceptor asks for retries.
+    static let maxInterceptedAttempts = 10
+
+    /// The principal's interceptor, when it wants `event` about this request.
+    func interceptor(for event: InterceptEvent) -> Interceptor? {
+        guard let i = principal.interceptor, i.wants(event, url: planned?.url ?? url) else { return nil }
+        return i
+    }
+
+    // MARK: Starting an attempt
+
+    /// Starts attempt `attempt` of `planned`, asking the interceptor first when it
+    /// wants to be asked.
+    func beginAttempt() {
+        guard let request = planned else { return }
+        guard let i = interceptor(for: .willSendRequest), let session = i.session else {
+            return launch(request)
+        }
+        let params: JSONValue = [
+            "request": .string(handle), "attempt": .int(Int64(attempt)), "method": .string(request.method),
+            "url": .string(request.url), "headers": .object(Self.headerObject(request.headers)),
+        ]
+        let ticket = env.questions.ask(session.connection, InterceptEvent.willSendRequest.rawValue, params,
+                                       timeout: i.timeout) { [weak self] answer in
+            self?.answeredWillSend(answer)
+        }
+        if between == nil, transfer == nil, state == .sent { between = .asking(ticket) }
+    }
+
+    private func answeredWillSend(_ answer: ServerQuestions.Answer) {
+        between = nil
+        guard state == .sent, let request = planned else { return }
+        switch answer {
+        case .none(let why):
+            env.log("willSendRequest for \(handle): \(why); sending it unchanged")
+            launch(request)
+        case .result(.bool(true)):
+            launch(request)
+        case .result(.bool(false)):
+            finish(failure: "Cancelled by interceptor")
+        case .result(.object(let replacement)):
+            do {
+                let replaced = try apply(replacement, to: request)
+                planned = replaced
+                launch(replaced)
+            } catch {
+                finish(failure: "Replacement refused by the server: \(error.explanation)")
+            }
+        case .result(let other):
+            env.log("willSendRequest for \(handle): the answer \(String(decoding: JSON.encode(other), as: UTF8.self).prefix(80)) is not true, false or an object; sending it unchanged")
+            launch(request)
+        }
+    }
+
+    /// Hands `request` to the engine; a refusal ends the request as a failure.
+    func launch(_ request: TransferRequest) {
+        do {
+            try startTransfer(request)
+        } catch {
+            finish(failure: "Cannot send: \((error as? TransferFailure)?.text ?? String(describing: error))")
+        }
+    }
+
+    /// Makes the attempt's transfer and starts it; throws what the engine refused.
+    func startTransfer(_ request: TransferRequest) throws {
+        let t = Transfer(request: request, delegate: self)
+        try env.engine.start(t)
+        transfer = t
+        receivedBytes = 0
+    }
+
+    /// The request as the interceptor's replacement has it: every part checked as a
+    /// client's own would be (`HTTPSyntax`), so an interceptor can send nothing its
+    /// principal could not. The egress policy runs in the engine, on the new URL.
+    func apply(_ o: JSONObject, to request: TransferRequest) throws(RPCError) -> TransferRequest {
+        let known: Set<String> = ["url", "method", "headers", "body", "bodyBase64"]
+        if let unknown = o.keys.first(where: { !known.contains($0) }) {
+            throw RPCError.invalidParams("unknown replacement member '\(unknown)'")
+        }
+        var r = request
+        if let v = o["url"] {
+            guard let url = v.stringValue else { throw RPCError.invalidParams("'url' must be a string") }
+            try HTTPSyntax.checkURL(url)
+            let scheme = url.prefix { $0 != ":" }.lowercased()
+            guard scheme == "http" || scheme == "https" else {
+                throw RPCError.invalidParams("only http and https URLs are sent, not '\(scheme)'")
+            }
+            r.url = url
+        }
+        if let v = o["method"] {
+            guard let m = v.stringValue else { throw RPCError.invalidParams("'method' must be a string") }
+            r.method = try HTTPSyntax.method(m)
+        }
+        if let v = o["headers"] {
+            guard let given = v.objectValue else { throw RPCError.invalidParams("'headers' must be an object") }
+            var headers: [(name: String, value: String)] = []
+            for m in given.members {
+                guard let value = m.value.stringValue else {
+                    throw RPCError.invalidParams("header '\(m.key)' must have a string value")
+                }
+                try HTTPSyntax.checkHeader(m.key, value)
+                headers.append((m.key, value))
+            }
+            r.headers = headers
+        }
+        switch try BodyParams.body(Params(o)) {
+        case .none: break
+        case let body: r.body = body
+        }
+        return r
+    }
+
+    // MARK: After an attempt
+
+    /// The attempt failed with no response. Asks the interceptor, or the retry policy,
+    /// whether to try again; otherwise the request ends with the failure.
+    func attemptFailed(_ failure: TransferFailure) {
+        let reason = FailureReason.word(failure)
+        let request = planned
+        if reason != "policy_denied", attempt < Self.maxInterceptedAttempts,
+           let i = interceptor(for: .shouldContinueAfterFailWithError), let session = i.session, let request {
+            let params: JSONValue = [
+                "request": .string(handle), "attempt": .int(Int64(attempt)),
+                "error": ["reason": .string(reason), "message": .string(failure.text)],
+                "method": .string(request.method), "url": .string(request.url),
+            ]
+            between = .asking(env.questions.ask(session.connection, InterceptEvent.shouldContinueAfterFailWithError.rawValue,
+                                                params, timeout: i.timeout) { [weak self] answer in
+                self?.answeredShouldContinue(answer, failure)
+            })
+            return
+        }
+        if let policy = retryPolicy, let request, policy.retries(afterFailure: reason, attempt: attempt, method: request.method) {
+            return backOff(policy, retryAfter: nil)
+        }
+        tell(.didFailWithError, ["request": .string(handle), "error": ["reason": .string(reason), "message": .string(failure.text)]])
+        finish(failure: failure.text)
+    }
+
+    private func answeredShouldContinue(_ answer: ServerQuestions.Answer, _ failure: TransferFailure) {
+        between = nil
+        guard state == .sent, let request = planned else { return }
+        switch answer {
+        case .result(.bool(true)):
+            retry()
+        case .result(.object(let replacement)):
+            do {
+                planned = try apply(replacement, to: request)
+                retry()
+            } catch {
+                finish(failure: "Replacement refused by the server: \(error.explanation)")
+            }
+        case .none(let why):
+            env.log("shouldContinueAfterFailWithError for \(handle): \(why); not retrying")
+            finish(failure: failure.text)
+        default:
+            finish(failure: failure.text)
+        }
+    }
+
+    /// Waits as `policy` says, then retries.
+    func backOff(_ policy: RetryPolicy, retryAfter: Double?) {
+        let seconds = policy.delay(after: attempt, retryAfter: retryAfter, jitter: Double.random(in: 0.5...1))
+        guard let timer = try? EventLoop.Timer(loop: env.loop) else { return retry() }
+        between = .backingOff(timer)
+        timer.start(timeout: UInt64(seconds * 1000)) { [weak self] in
+            timer.close()
+            guard let self else { return }
+            between = nil
+            retry()
+        }
+    }
+
+    /// The next attempt, reported as SENT with its number.
+    func retry() {
+        guard state == .sent else { return }
+        attempt += 1
+        perform(machine.retrying())
+        beginAttempt()
+    }
+
+    /// Whether a response head with this status is thrown away for a retry; if so, the
+    /// transfer is discarded (its body never reaches the buffer) and the retry planned.
+    func discardsForRetry(_ t: Transfer, _ head: ResponseHead) -> Bool {
+        guard let policy = retryPolicy, let request = planned,
+              policy.retries(status: head.status, attempt: attempt, method: request.method) else { return false }
+        let after = head.headers.first { $0.name.lowercased() == "retry-after" }
+            .flatMap { RetryPolicy.retryAfter($0.value, now: Date()) }
+        discarding = t
+        // libcurl forbids removing a transfer from inside its callbacks: next turn.
+        env.soon { [weak self] in self?.dropDiscarded(t, policy: policy, retryAfter: after) }
+        return true
+    }
+
+    /// Ends a discarded attempt's transfer (if it has not ended) and backs off.
+    func dropDiscarded(_ t: Transfer, policy: RetryPolicy? = nil, retryAfter: Double? = nil) {
+        guard discarding === t else { return }
+        discarding = nil
+        if transfer === t {
+            env.engine.cancel(t)
+            transfer = nil
+        }
+        guard state == .sent, let policy = policy ?? retryPolicy else { return }
+        backOff(policy, retryAfter: retryAfter)
+    }
+
+    // MARK: Notices
+
+    /// Sends an interceptor notice, when it wants this one.
+    func tell(_ event: InterceptEvent, _ params: JSONValue) {
+        guard let i = interceptor(for: event), let session = i.session else { return }
+        session.connection.notify(event.rawValue, params)
+    }
+
+    /// Body bytes for `didReceiveData`: gathered and sent once per turn of the loop, so a
+    /// fast transfer costs the interceptor few messages; the request's own buffer has
+    /// its copy whatever the interceptor does.
+    func noticeData(_ bytes: UnsafeRawBufferPointer) {
+        guard interceptor(for: .didReceiveData) != nil else { return }
+        let wasEmpty = pendingNoticeData.isEmpty
+        pendingNoticeData.append(contentsOf: bytes)
+        guard wasEmpty else { return }
+        env.soon { [weak self] in self?.flushNoticeData() }
+    }
+
+    func flushNoticeData() {
+        guard !pendingNoticeData.isEmpty else { return }
+        let data = pendingNoticeData
+        pendingNoticeData = []
+        tell(.didReceiveData, ["request": .string(handle), "bytes": .int(Int64(data.count)),
+                               "dataBase64": .string(Data(data).base64EncodedString())])
+    }
+
+    /// Ends the send without a response: DONE, status 0, `text`.
+    func finish(failure text: String) {
+        between = nil
+        perform(machine.failed(text))
+    }
+
+    static func headerObject(_ headers: [(name: String, value: String)]) -> JSONObject {
+        var o = JSONObject()
+        for h in headers {
+            if let seen = o[h.name]?.stringValue { o[h.name] = .string(seen + ", " + h.value) } else { o[h.name] = .string(h.value) }
+        }
+        return o
+    }
+}
