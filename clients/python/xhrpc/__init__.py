@@ -8,13 +8,15 @@
 
 ``xhrpc.aio.AsyncClient`` (also ``xhrpc.AsyncClient``) is the same for asyncio.
 ``Client.socket(host, port)`` gives a ``Socket``, a raw TCP or TLS stream that the
-server holds (``AsyncSocket`` from ``AsyncClient.socket``).
+server holds (``AsyncSocket`` from ``AsyncClient.socket``).  ``Client.intercept`` makes
+the connection the interceptor of its principal's requests (``Interceptor``).
 """
 
-from .aio import AsyncClient, AsyncSocket
-from .client import (Client, ConnectionClosed, MalformedMessage, RPCError, Socket, SocketError, TransferError,
-                     decode_body, default_socket_path, encode)
+from .aio import AsyncClient, AsyncInterceptor, AsyncSocket
+from .client import (INTERCEPT_EVENTS, Client, ConnectionClosed, Interceptor, MalformedMessage, RPCError, Socket,
+                     SocketError, TransferError, decode_body, default_socket_path, encode)
 
-__all__ = ["AsyncClient", "AsyncSocket", "Client", "ConnectionClosed", "MalformedMessage", "RPCError", "Socket",
-           "SocketError", "TransferError", "decode_body", "default_socket_path", "encode"]
+__all__ = ["AsyncClient", "AsyncInterceptor", "AsyncSocket", "Client", "ConnectionClosed", "INTERCEPT_EVENTS",
+           "Interceptor", "MalformedMessage", "RPCError", "Socket", "SocketError", "TransferError", "decode_body",
+           "default_socket_path", "encode"]
 __version__ = "0.1.0"

@@ -16,7 +16,9 @@ oldest ``wait_notification`` (or ``notifications()`` iterator) whose predicate
 they match, else into an inbox in arrival order from which later waits take
 them; the inbox keeps the newest ``inbox_limit`` and counts the ones it dropped.
 Responses no call awaits are kept in ``unmatched`` (the newest 100); the answer
-to a call that timed out or was cancelled is dropped when it arrives.
+to a call that timed out or was cancelled is dropped when it arrives.  With an
+interceptor registered (``intercept``), each question from the server is answered
+by a task of its own and the notices go to its ``on_notice`` when it has one.
 
 Errors are the synchronous client's: ``RPCError`` (``code``, ``message``,
 ``data``, ``reason``, ``response``), ``ConnectionClosed``, ``TransferError``,
@@ -39,19 +41,26 @@ from typing import (Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Iterab
 
 from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT_TIMEOUT, _ON_CLOSE, _ON_ERR,
                      _ON_OPEN, _ON_READ, _READ_CALL_TIMEOUT, _READ_SIZE, BatchCall, ConnectionClosed, Data,
-                     RPCError, SocketError, TransferError, _batch_messages, _chunk_bytes, _DownloadState,
-                     _download_calls, _download_handle, _end_calls, _exactly, _expected_total,
-                     _fetch_params, _header_calls, _id_key, _incomplete, _is_notification, _is_response,
-                     _prepared, _raise_first_error, _request_of, _result_of, _send_params, _socket_connect_params,
-                     _socket_create_params, _socket_error, _socket_event, _socket_read_params,
-                     _socket_write_params, _SocketBuffer, _Source, _status_calls, _unlink_quietly, _until,
-                     default_socket_path, encode)
+                     MalformedMessage, RPCError, SocketError, TransferError, _batch_messages, _callback_failed,
+                     _chunk_bytes, _DownloadState, _download_calls, _download_handle, _end_calls, _exactly,
+                     _expected_total, _fetch_params, _header_calls, _id_key, _incomplete, _InterceptorBase,
+                     _is_notification, _is_response, _is_server_request, _no_callback, _params_of, _prepared,
+                     _question_reply, _raise_first_error, _register_params, _request_of, _result_of, _send_params,
+                     _socket_connect_params, _socket_create_params, _socket_error, _socket_event,
+                     _socket_read_params, _socket_write_params, _SocketBuffer, _Source, _status_calls,
+                     _unlink_quietly, _until, default_socket_path, encode)
 
-__all__ = ["AsyncClient", "AsyncSocket", "RPCError", "ConnectionClosed", "SocketError", "TransferError"]
+__all__ = ["AsyncClient", "AsyncInterceptor", "AsyncSocket", "RPCError", "ConnectionClosed", "SocketError",
+           "TransferError"]
 
 #: ``progress(received, total)``; it may also be a coroutine function.
 AsyncProgressCallback = Callable[[int, int], Union[None, Awaitable[None]]]
 NotificationPredicate = Callable[[Dict[str, Any]], bool]
+#: An ``AsyncClient`` interceptor's question callback: ``callback(params)`` returns (or,
+#: as a coroutine function, resolves to) ``True``, ``False`` or a replacement dict.
+AsyncQuestionCallback = Callable[[Dict[str, Any]], Any]
+#: ``on_notice(method, params)``; it may be a coroutine function.
+AsyncNoticeCallback = Callable[[str, Dict[str, Any]], Any]
 
 DEFAULT_INBOX_LIMIT = 10000
 _UNMATCHED_KEPT = 100
@@ -145,6 +154,8 @@ class AsyncClient:
         self.malformed: List[bytes] = []
         #: auth's answer when a constructor was given a token.
         self.auth_result: Optional[Dict[str, Any]] = None
+        self._interceptor: Optional[AsyncInterceptor] = None  # the one intercept() registered, while active
+        self._arming: Optional[Tuple[Tuple[str, Any], AsyncInterceptor]] = None  # intercept.register's id
         self._task = self._loop.create_task(self._read_loop())
 
     # ---- construction ---------------------------------------------------
@@ -255,8 +266,18 @@ class AsyncClient:
         except ValueError:
             self.malformed.append(line)
             return
+        icp = self._interceptor
+        if icp is not None:
+            if _is_server_request(msg):
+                icp._ask(msg)  # answered in a task of its own
+                return
+            if icp._takes_notice(msg):
+                icp._tell(msg)
+                return
         if _is_response(msg):
             key = _key(msg.get("id"))
+            if self._arming is not None and key == self._arming[0]:
+                self._arm(msg)
             fut = self._calls.pop(key, None) if key is not None else None
             drop = self._drops.pop(key, None) if key is not None else None
             if drop is not None:
@@ -326,6 +347,9 @@ class AsyncClient:
     def _finish(self, error: Optional[BaseException]) -> None:
         self._closed = True
         self._close_error = error
+        icp, self._interceptor = self._interceptor, None
+        if icp is not None:
+            icp._end()  # the server ended it with the connection
         for fut in self._calls.values():
             if not fut.done():
                 fut.set_exception(self._closed_error("the response"))
@@ -500,17 +524,73 @@ class AsyncClient:
     async def fetch(self, url: str, method: str = "GET", headers: Optional[Mapping[str, str]] = None,
                     body: Union[str, bytes, bytearray, memoryview, None] = None,
                     timeout: Optional[float] = None,
-                    response_type: Optional[str] = None) -> Dict[str, Any]:
-        """One whole exchange with the ``fetch`` method; as ``Client.fetch``.
+                    response_type: Optional[str] = None,
+                    retry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """One whole exchange with the ``fetch`` method; as ``Client.fetch`` (``retry``:
+        a retry policy, as ``setRetryPolicy`` takes it without ``request``).
 
         Returns ``{"status", "statusText", "headers", "body", "encoding"}``
         (``xhrpc.decode_body`` gives the body's bytes).  ``timeout`` bounds the
         transfer in the server, and this wait a little longer (None: no bound).
         """
-        params = _fetch_params(url, method, headers, body, timeout, response_type)
+        params = _fetch_params(url, method, headers, body, timeout, response_type, retry)
         timeout_answer = None if timeout is None or timeout <= 0 else timeout + _ANSWER_MARGIN
         result: Dict[str, Any] = await self.call("fetch", params, timeout=timeout_answer)
         return result
+
+    # ---- interception ----------------------------------------------------
+
+    async def intercept(self, will_send: Optional[AsyncQuestionCallback] = None,
+                        should_continue: Optional[AsyncQuestionCallback] = None,
+                        on_notice: Optional[AsyncNoticeCallback] = None, *,
+                        events: Optional[Iterable[str]] = None, match: Optional[Iterable[str]] = None,
+                        timeout: Optional[float] = None) -> "AsyncInterceptor":
+        """Register this connection as the interceptor of its principal's requests;
+        as ``Client.intercept``, returning an ``AsyncInterceptor`` (``await
+        unregister()``, ``async with``).  The callbacks may be coroutine functions;
+        each question is answered in a task of its own, so a callback may await
+        calls on this client.  A plain function runs on the event loop and must not
+        block it.  Notices reach ``on_notice`` in order, from one task."""
+        callbacks = {"willSendRequest": will_send, "shouldContinueAfterFailWithError": should_continue}
+        params = _register_params(events, timeout, match, callbacks, on_notice)
+        icp = AsyncInterceptor(self, "", params.get("events"), will_send, should_continue, on_notice)
+        rid = self.next_id()
+        # _dispatch_line arms it when the answer arrives, before the next line.
+        self._arming = (_id_key(rid), icp)
+        try:
+            response = await self._request("intercept.register", params, 10, id=rid)
+        finally:
+            if self._arming is not None and self._arming[1] is icp:
+                self._arming = None
+        try:
+            _result_of(response)
+            if not icp.id:
+                raise MalformedMessage(encode(response), "intercept.register answered no interceptor id")
+        except BaseException:
+            self._interceptor_ended(icp)
+            raise
+        return icp
+
+    @property
+    def interceptor(self) -> Optional["AsyncInterceptor"]:
+        """The active interceptor ``intercept`` registered on this connection, if any."""
+        return self._interceptor
+
+    def _arm(self, response: Dict[str, Any]) -> None:
+        assert self._arming is not None
+        icp = self._arming[1]
+        self._arming = None
+        result = response.get("result")
+        if isinstance(result, dict) and isinstance(result.get("interceptor"), str) and result["interceptor"]:
+            icp.id = result["interceptor"]
+            old, self._interceptor = self._interceptor, icp
+            if old is not None:
+                old._end()
+
+    def _interceptor_ended(self, icp: "AsyncInterceptor") -> None:
+        if self._interceptor is icp:
+            self._interceptor = None
+        icp._end()
 
     async def _drain(self, request: str, sink: Callable[[bytes], Awaitable[Optional[bool]]],
                      timeout: Optional[float], max_bytes: Optional[int], own: bool,
@@ -669,6 +749,107 @@ class AsyncClient:
             if not done:
                 self._task.cancel()
                 await asyncio.wait({self._task}, timeout=timeout)
+
+
+class AsyncInterceptor(_InterceptorBase):
+    """``xhrpc.Interceptor`` for an ``AsyncClient``: ``await unregister()``, ``async
+    with``.  Each question runs in a task of its own; notices reach ``on_notice`` in
+    order from one task (without ``on_notice`` they stay in the inbox)."""
+
+    def __init__(self, client: AsyncClient, interceptor_id: str, events: Optional[List[str]],
+                 will_send: Optional[AsyncQuestionCallback], should_continue: Optional[AsyncQuestionCallback],
+                 on_notice: Optional[AsyncNoticeCallback]) -> None:
+        super().__init__(interceptor_id, events, will_send, should_continue, on_notice)
+        self.client = client
+        self._tasks: Set["asyncio.Task[None]"] = set()
+        self._notices: "asyncio.Queue[Optional[Dict[str, Any]]]" = asyncio.Queue()
+        self._notice_task: Optional["asyncio.Task[None]"] = None
+        if on_notice is not None:
+            self._notice_task = client._loop.create_task(self._notice_loop())
+
+    async def __aenter__(self) -> "AsyncInterceptor":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.unregister()
+        except (OSError, TimeoutError, RPCError):
+            pass  # gone already, or the connection is: the server ends it with it
+
+    async def unregister(self, *, timeout: Optional[float] = 10) -> None:
+        """``intercept.unregister``; as ``Interceptor.unregister``."""
+        if not self._active:
+            return
+        try:
+            await self.client.call("intercept.unregister", {"interceptor": self.id}, timeout=timeout)
+        finally:
+            self.client._interceptor_ended(self)
+
+    async def wait_notices(self, *, timeout: Optional[float] = 10) -> bool:
+        """Wait until ``on_notice`` has been called for every notice received so far."""
+        if self._notice_task is None:
+            return True
+        if not self._active:
+            done, _ = await asyncio.wait({self._notice_task}, timeout=timeout)
+            return bool(done)
+        marker: "asyncio.Future[None]" = self.client._loop.create_future()
+        self._notices.put_nowait({"_xhrpc_marker": marker})
+        try:
+            await _bounded(asyncio.shield(marker), timeout, "notices delivered")
+        except TimeoutError:
+            return False
+        return True
+
+    def _ask(self, msg: Dict[str, Any]) -> None:
+        task = self.client._loop.create_task(self._answer(msg))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer(self, msg: Dict[str, Any]) -> None:
+        rid, method = msg["id"], msg["method"]
+        callback = self._callback(method)
+        if callback is None:
+            reply = _no_callback(rid, method)
+        else:
+            try:
+                answer = callback(_params_of(msg))
+                if inspect.isawaitable(answer):
+                    answer = await answer
+                reply = _question_reply(rid, answer)
+            except Exception as e:
+                self.errors.append(e)
+                reply = _callback_failed(rid, method, e)
+        try:
+            await self.client.send_raw(reply)
+        except (OSError, ssl.SSLError):
+            pass  # the connection closed: the server takes the default action
+
+    def _tell(self, msg: Dict[str, Any]) -> None:
+        self._notices.put_nowait(msg)
+
+    def _end(self) -> None:
+        if not self._active:
+            return
+        self._active = False
+        if self._notice_task is not None:
+            self._notices.put_nowait(None)
+
+    async def _notice_loop(self) -> None:
+        on_notice = self.on_notice
+        assert on_notice is not None
+        while True:
+            msg = await self._notices.get()
+            if msg is None:
+                return
+            marker = msg.get("_xhrpc_marker")
+            if isinstance(marker, asyncio.Future):
+                if not marker.done():
+                    marker.set_result(None)
+                continue
+            try:
+                await _maybe_await(on_notice(msg["method"], _params_of(msg)))
+            except Exception as e:
+                self.errors.append(e)
 
 
 class AsyncSocket:

@@ -8,6 +8,11 @@ take from the inbox what concerns them: ``call`` the response with its id,
 the oldest message of any kind (for framing tests that send raw bytes).  A
 message nobody claims stays in the inbox in order, so nothing is lost between
 calls; a response to a call that timed out is dropped when it arrives.
+
+Once ``intercept`` registered the connection as an interceptor, the reader hands
+each request from the server (a question, id ``srv-N``) to a thread that calls the
+callback and sends the answer, and the notices to the interceptor's ``on_notice``
+when it has one: neither reaches the inbox then, and the reader itself never waits.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import collections
 import itertools
 import json
 import os
+import queue
 import secrets
 import socket
 import ssl
@@ -27,6 +33,7 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 __all__ = [
     "Client",
+    "Interceptor",
     "RPCError",
     "ConnectionClosed",
     "MalformedMessage",
@@ -348,8 +355,10 @@ def _request_of(msg: Any) -> Optional[str]:
 
 def _fetch_params(url: str, method: str, headers: Optional[Mapping[str, str]],
                   body: Union[str, bytes, bytearray, memoryview, None], timeout: Optional[float],
-                  response_type: Optional[str]) -> Dict[str, Any]:
+                  response_type: Optional[str], retry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     params: Dict[str, Any] = {"url": url, "method": method}
+    if retry is not None:
+        params["retry"] = dict(retry)
     if headers:
         params["headers"] = dict(headers)
     if isinstance(body, str):
@@ -617,6 +626,243 @@ class _DownloadState:
         return None
 
 
+# ---- interception: what the synchronous and the asyncio clients share -----
+
+#: The questions an interceptor is asked (server -> client requests, ids "srv-N").
+QUESTIONS = ("willSendRequest", "shouldContinueAfterFailWithError")
+#: The notices an interceptor is told (notifications).
+NOTICES = ("didReceiveResponse", "didReceiveData", "didFailWithError", "didFinishLoading")
+#: Every name ``intercept.register``'s ``events`` takes.
+INTERCEPT_EVENTS = QUESTIONS + NOTICES
+#: What a question's callback returns: ``True``, ``False`` or a replacement object
+#: ``{url?, method?, headers?, body? | bodyBase64?}``.
+Answer = Union[bool, Dict[str, Any]]
+#: ``callback(params)`` for a question: the question's ``params``, the answer returned.
+QuestionCallback = Callable[[Dict[str, Any]], Answer]
+#: ``on_notice(method, params)`` for a notice.
+NoticeCallback = Callable[[str, Dict[str, Any]], Any]
+
+# The error code of an answer whose callback failed (or gave no usable answer): the
+# server then takes the question's default action.
+_CALLBACK_FAILED = -32000
+
+
+def _is_server_request(msg: Any) -> bool:
+    """A request from the server (a question): a ``method`` and an ``id``."""
+    return isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg
+
+
+def _register_params(events: Optional[Iterable[str]], timeout: Optional[float],
+                     match: Optional[Iterable[str]], callbacks: Mapping[str, Optional[Callable[..., Any]]],
+                     on_notice: Optional[Callable[..., Any]]) -> Dict[str, Any]:
+    """``intercept.register``'s params.  Without ``events``: the questions that have a
+    callback, and the notices when there is an ``on_notice`` (none of them: every
+    event, the server's default)."""
+    params: Dict[str, Any] = {}
+    if events is None:
+        wanted = [q for q in QUESTIONS if callbacks.get(q) is not None]
+        if on_notice is not None:
+            wanted += NOTICES
+        if wanted:
+            params["events"] = wanted
+    else:
+        if isinstance(events, str):
+            raise TypeError("events must be a list of names, not a string")
+        params["events"] = list(events)
+    if timeout is not None:
+        params["timeout"] = timeout
+    if match is not None:
+        if isinstance(match, str):
+            raise TypeError("match must be a list of host patterns, not a string")
+        params["match"] = list(match)
+    return params
+
+
+def _question_reply(rid: Any, answer: Any) -> bytes:
+    """The encoded answer to question ``rid``: ``answer`` when it is True, False or an
+    object; ``TypeError`` (or ``ValueError``) when it is anything else or no JSON."""
+    if not isinstance(answer, (bool, dict)):
+        raise TypeError("an interceptor callback must return True, False or a dict, not %s"
+                        % type(answer).__name__)
+    return encode({"jsonrpc": "2.0", "id": rid, "result": answer})
+
+
+def _question_error(rid: Any, code: int, message: str, data: Any = None) -> bytes:
+    """The encoded error answer to question ``rid`` (the server takes the default action)."""
+    error: Dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return encode({"jsonrpc": "2.0", "id": rid, "error": error})
+
+
+def _callback_failed(rid: Any, method: str, e: BaseException) -> bytes:
+    text = "%s: %s" % (type(e).__name__, e)
+    return _question_error(rid, _CALLBACK_FAILED, "the %s callback failed: %s" % (method, text[:300]))
+
+
+def _no_callback(rid: Any, method: str) -> bytes:
+    return _question_error(rid, -32601, "Method not found", {"method": method})
+
+
+def _params_of(msg: Dict[str, Any]) -> Dict[str, Any]:
+    params = msg.get("params")
+    return params if isinstance(params, dict) else {}
+
+
+class _InterceptorBase:
+    """What ``Interceptor`` and ``AsyncInterceptor`` share: the id, the callbacks and
+    the errors they raised."""
+
+    def __init__(self, interceptor_id: str, events: Optional[List[str]],
+                 will_send: Optional[Callable[..., Any]], should_continue: Optional[Callable[..., Any]],
+                 on_notice: Optional[Callable[..., Any]]) -> None:
+        #: The server's handle, ``icp_<32 hex>``.
+        self.id = interceptor_id
+        #: The events asked for (None: every one, the server's default).
+        self.events = events
+        self.will_send = will_send
+        self.should_continue = should_continue
+        self.on_notice = on_notice
+        #: Exceptions the callbacks raised (and answers that were not True, False or a
+        #: dict), oldest first; each question concerned was answered with an error.
+        self.errors: List[BaseException] = []
+        self._active = True
+
+    @property
+    def active(self) -> bool:
+        """True until unregistered or its connection closed."""
+        return self._active
+
+    def _callback(self, method: str) -> Optional[Callable[..., Any]]:
+        if method == "willSendRequest":
+            return self.will_send
+        if method == "shouldContinueAfterFailWithError":
+            return self.should_continue
+        return None
+
+    def _takes_notice(self, msg: Any) -> bool:
+        return (self.on_notice is not None and _is_notification(msg) and "id" not in msg
+                and msg.get("method") in NOTICES)
+
+    def __repr__(self) -> str:
+        return "<%s %s%s>" % (type(self).__name__, self.id, "" if self._active else " ended")
+
+
+class Interceptor(_InterceptorBase):
+    """The interceptor of the principal's requests that ``Client.intercept`` registered.
+
+    The client's reader thread hands each question to a thread of its own, which
+    calls the callback and sends its answer, so questions are answered while the
+    program waits for anything else (a call's response, a notification, a body) and
+    a slow callback holds up no other question.  Notices go, in order, to
+    ``on_notice`` on one thread of the interceptor's; without ``on_notice`` they stay
+    in the client's inbox as notifications.  ``unregister()`` (or the end of a
+    ``with`` block) ends it; so does the connection's close.
+    """
+
+    def __init__(self, client: "Client", interceptor_id: str, events: Optional[List[str]],
+                 will_send: Optional[QuestionCallback], should_continue: Optional[QuestionCallback],
+                 on_notice: Optional[NoticeCallback]) -> None:
+        super().__init__(interceptor_id, events, will_send, should_continue, on_notice)
+        self.client = client
+        self._lock = threading.Lock()
+        self._notices: "queue.Queue[Optional[Dict[str, Any]]]" = queue.Queue()
+        self._notice_thread: Optional[threading.Thread] = None
+        if on_notice is not None:
+            self._notice_thread = threading.Thread(target=self._notice_loop, daemon=True,
+                                                   name="xhrpc-notices-" + interceptor_id)
+            self._notice_thread.start()
+
+    def __enter__(self) -> "Interceptor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.unregister()
+        except (OSError, TimeoutError, RPCError):
+            pass  # gone already, or the connection is: the server ends it with it
+
+    def unregister(self, timeout: Optional[float] = 10) -> None:
+        """``intercept.unregister``; questions that arrive until its answer are still
+        answered, notices already received still reach ``on_notice``.  A second call
+        does nothing."""
+        if not self._active:
+            return
+        try:
+            self.client.call("intercept.unregister", {"interceptor": self.id}, timeout=timeout)
+        finally:
+            self.client._interceptor_ended(self)
+
+    def wait_notices(self, timeout: Optional[float] = 10) -> bool:
+        """Wait until ``on_notice`` has been called for every notice received so far;
+        True if it was within ``timeout`` (always True without ``on_notice``)."""
+        if self._notice_thread is None:
+            return True
+        done = threading.Event()
+        with self._lock:
+            ended = not self._active
+            if not ended:
+                self._notices.put({"_xhrpc_marker": done})
+        if ended:  # the notices before the end are still delivered; then the thread stops
+            self._notice_thread.join(timeout)
+            return not self._notice_thread.is_alive()
+        return done.wait(timeout)
+
+    # ---- called by the client ---------------------------------------------
+
+    def _record(self, e: BaseException) -> None:
+        with self._lock:
+            self.errors.append(e)
+
+    def _ask(self, msg: Dict[str, Any]) -> None:
+        """A question arrived (on the reader thread): answer it on a thread of its own."""
+        threading.Thread(target=self._answer, args=(msg,), daemon=True,
+                         name="xhrpc-question-%s" % (msg.get("id"),)).start()
+
+    def _answer(self, msg: Dict[str, Any]) -> None:
+        rid, method = msg["id"], msg["method"]
+        callback = self._callback(method)
+        if callback is None:
+            reply = _no_callback(rid, method)
+        else:
+            try:
+                reply = _question_reply(rid, callback(_params_of(msg)))
+            except Exception as e:
+                self._record(e)
+                reply = _callback_failed(rid, method, e)
+        try:
+            self.client.send_raw(reply)
+        except OSError:
+            pass  # the connection closed: the server takes the default action
+
+    def _tell(self, msg: Dict[str, Any]) -> None:
+        self._notices.put(msg)
+
+    def _end(self) -> None:
+        with self._lock:
+            if not self._active:
+                return
+            self._active = False
+            if self._notice_thread is not None:
+                self._notices.put(None)
+
+    def _notice_loop(self) -> None:
+        on_notice = self.on_notice
+        assert on_notice is not None
+        while True:
+            msg = self._notices.get()
+            if msg is None:
+                return
+            marker = msg.get("_xhrpc_marker")
+            if isinstance(marker, threading.Event):
+                marker.set()
+                continue
+            try:
+                on_notice(msg["method"], _params_of(msg))
+            except Exception as e:
+                self._record(e)
+
+
 class _Watch:
     """How many notifications about one request arrived while body readers watch it."""
 
@@ -649,6 +895,8 @@ class Client:
         self._close_error: Optional[OSError] = None  # why the reader stopped, if not a clean EOF
         self.malformed: List[bytes] = []  # raw lines that were not JSON
         self.auth_result: Optional[Dict[str, Any]] = None  # auth's answer when a constructor was given a token
+        self._interceptor: Optional[Interceptor] = None  # the one intercept() registered, while active
+        self._arming: Optional[Tuple[Tuple[str, Any], Interceptor]] = None  # intercept.register's id
         self._reader = threading.Thread(target=self._read_loop, name="xhrpc-reader", daemon=True)
         self._reader.start()
 
@@ -770,7 +1018,10 @@ class Client:
         with self._cond:
             self._closed = True
             self._close_error = error
+            icp, self._interceptor = self._interceptor, None
             self._cond.notify_all()
+        if icp is not None:
+            icp._end()  # the server ended it with the connection
 
     def _parse(self, line: bytes) -> _Entry:
         try:
@@ -784,6 +1035,8 @@ class Client:
                 if e.error is not None:
                     self.malformed.append(e.raw)
                 msg = e.message
+                if self._arming is not None and _is_response(msg) and _id_key(msg.get("id")) == self._arming[0]:
+                    self._arm(msg)
                 if _is_response(msg) and _id_key(msg.get("id")) in self._abandoned:
                     self._abandoned.discard(_id_key(msg.get("id")))
                     continue
@@ -791,6 +1044,14 @@ class Client:
                     watch = self._watches.get(_request_of(msg) or "")
                     if watch is not None:
                         watch.count += 1
+                icp = self._interceptor
+                if icp is not None:
+                    if _is_server_request(msg):
+                        icp._ask(msg)  # answered on a thread of its own, never here
+                        continue
+                    if icp._takes_notice(msg):
+                        icp._tell(msg)
+                        continue
                 self._inbox.append(e)
             self._cond.notify_all()
 
@@ -956,7 +1217,8 @@ class Client:
 
     def fetch(self, url: str, method: str = "GET", headers: Optional[Mapping[str, str]] = None,
               body: Union[str, bytes, bytearray, memoryview, None] = None,
-              timeout: Optional[float] = None, response_type: Optional[str] = None) -> Dict[str, Any]:
+              timeout: Optional[float] = None, response_type: Optional[str] = None,
+              retry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
         """One whole exchange with the ``fetch`` method; returns its result.
 
         The result is ``{"status", "statusText", "headers", "body", "encoding"}``;
@@ -967,10 +1229,90 @@ class Client:
         call waits as long as the server does); a response that never came has
         status 0 and the reason in ``statusText``.  The body must fit in the
         server's ``--max-buffer-bytes`` (8 MiB); ``download`` has no such limit.
+        ``retry``: a retry policy, as ``setRetryPolicy`` takes it without ``request``
+        (``{"maxAttempts": 3, "initialDelay": 0.5, "maxDelay": 30, "retryOn": [...]}``).
         """
-        params = _fetch_params(url, method, headers, body, timeout, response_type)
+        params = _fetch_params(url, method, headers, body, timeout, response_type, retry)
         result: Dict[str, Any] = self.call("fetch", params, timeout=_answer_timeout(timeout))
         return result
+
+    # ---- interception ----------------------------------------------------
+
+    def intercept(self, will_send: Optional[QuestionCallback] = None,
+                  should_continue: Optional[QuestionCallback] = None,
+                  on_notice: Optional[NoticeCallback] = None,
+                  events: Optional[Iterable[str]] = None, match: Optional[Iterable[str]] = None,
+                  timeout: Optional[float] = None) -> Interceptor:
+        """Register this connection as the interceptor of its principal's requests
+        (``intercept.register``): request objects and ``fetch``, from every connection
+        of the principal.  Returns an ``Interceptor`` (``unregister()``, a context
+        manager).
+
+        ``will_send(params)`` answers ``willSendRequest`` (``params``: request,
+        attempt, method, url, headers) and ``should_continue(params)`` answers
+        ``shouldContinueAfterFailWithError`` (request, attempt, error {reason,
+        message}, method, url); each returns ``True``, ``False`` or a replacement
+        ``{url?, method?, headers?, body? | bodyBase64?}``.  A callback that raises
+        or returns anything else is answered with an error (kept in
+        ``Interceptor.errors``), and the server takes the default action (send
+        unchanged; do not retry).  ``on_notice(method, params)`` receives
+        ``didReceiveResponse``, ``didReceiveData``, ``didFailWithError`` and
+        ``didFinishLoading``.  ``events``: the names to register for (default: the
+        questions that have a callback, and the notices when ``on_notice`` is given;
+        with no callback at all, every event: the questions are then answered with
+        "Method not found", the default action, and the notices wait in the inbox).
+        ``match``: host patterns in the ``--allow`` syntax that limit it to some
+        hosts; ``timeout``: the seconds the server waits for each answer (default 5).
+        Raises ``RPCError`` (-32011 ``busy`` when the principal has an interceptor
+        already; -32602 for bad parameters).
+        """
+        callbacks = {"willSendRequest": will_send, "shouldContinueAfterFailWithError": should_continue}
+        params = _register_params(events, timeout, match, callbacks, on_notice)
+        icp = Interceptor(self, "", params.get("events"), will_send, should_continue, on_notice)
+        rid = self.next_id()
+        # The reader arms it when the answer arrives, before it reads the next line:
+        # a question may follow the answer at once.
+        with self._cond:
+            self._arming = (_id_key(rid), icp)
+        try:
+            response = self._request("intercept.register", params, 10, id=rid)
+        finally:
+            with self._cond:
+                if self._arming is not None and self._arming[1] is icp:
+                    self._arming = None
+        try:
+            _result_of(response)
+            if not icp.id:
+                raise MalformedMessage(encode(response), "intercept.register answered no interceptor id")
+        except BaseException:
+            self._interceptor_ended(icp)
+            raise
+        return icp
+
+    @property
+    def interceptor(self) -> Optional[Interceptor]:
+        """The active interceptor ``intercept`` registered on this connection, if any."""
+        with self._cond:
+            return self._interceptor
+
+    def _arm(self, response: Dict[str, Any]) -> None:
+        """intercept.register's answer arrived (reader thread, under ``_cond``): a
+        successful one makes its interceptor the active one."""
+        assert self._arming is not None
+        icp = self._arming[1]
+        self._arming = None
+        result = response.get("result")
+        if isinstance(result, dict) and isinstance(result.get("interceptor"), str) and result["interceptor"]:
+            icp.id = result["interceptor"]
+            old, self._interceptor = self._interceptor, icp
+            if old is not None:
+                old._end()
+
+    def _interceptor_ended(self, icp: Interceptor) -> None:
+        with self._cond:
+            if self._interceptor is icp:
+                self._interceptor = None
+        icp._end()
 
     def _watch(self, request: str) -> None:
         with self._cond:
