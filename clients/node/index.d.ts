@@ -39,7 +39,7 @@ export interface ErrorResponse {
 /** A whole response object, as `request` and `batch` resolve to. */
 export type Response<R = any> = SuccessResponse<R> | ErrorResponse;
 
-/** A message from the server that answers no call: `method` names it (onStateChange, onProgress, onShutdown, socket.on…). */
+/** A message from the server that answers no call: `method` names it (onStateChange, onProgress, onShutdown, socket.on…, the notices to an interceptor). */
 export interface Notification<M extends string = string, P = any> {
   jsonrpc: '2.0';
   method: M;
@@ -53,6 +53,8 @@ export interface StateChangeParams {
   stateName: StateName;
   status: number;
   statusText: string;
+  /** The attempt of the current send: 0 before the first (OPENED), 1 for the first, 2… for retries (each a new SENT). */
+  attempt: number;
 }
 
 /** `onProgress`, to subscribers that asked for progress; the expected totals are 0 when unknown. */
@@ -102,6 +104,139 @@ export type SocketReadNotification = Notification<'socket.onRead', SocketReadPar
 export type SocketErrNotification = Notification<'socket.onErr', SocketErrParams>;
 export type SocketCloseNotification = Notification<'socket.onClose', SocketParams>;
 
+// ---- interception ----------------------------------------------------------------
+
+/** What intercept.register may ask for: the two questions and the four notices. */
+export type InterceptEvent =
+  | 'willSendRequest' | 'shouldContinueAfterFailWithError'
+  | 'didReceiveResponse' | 'didReceiveData' | 'didFailWithError' | 'didFinishLoading';
+
+/** Why an attempt failed without a response. */
+export type FailureReason = 'connect' | 'resolve' | 'timeout' | 'reset' | 'tls' | 'policy_denied' | 'io';
+
+export interface TransferError {
+  reason: FailureReason;
+  /** For people: the status text the request would end with. */
+  message: string;
+}
+
+/**
+ * What an attempt sends instead (an interceptor's answer): members left out are kept;
+ * `headers` replaces all the request's headers. It passes the checks of any request.
+ */
+export interface Replacement {
+  url?: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  bodyBase64?: string;
+}
+
+/** An answer to a question: true (go on), false (cancel, or do not retry), or a replacement. */
+export type InterceptDecision = boolean | Replacement;
+
+/** A request the server sends to an interceptor: `id` is a string beginning `srv-`; it must be answered. */
+export interface ServerRequest<M extends string = string, P = any> {
+  jsonrpc: '2.0';
+  id: string;
+  method: M;
+  params: P;
+}
+
+/** willSendRequest: before each attempt. */
+export interface WillSendRequestParams {
+  /** The request's handle (a fetch's is its own, `fetch_…`). */
+  request: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  method: string;
+  url: string;
+  /** The headers the request set. */
+  headers: Record<string, string>;
+}
+
+/** shouldContinueAfterFailWithError: an attempt failed without a response. */
+export interface ShouldContinueParams {
+  request: string;
+  /** The attempt that failed. */
+  attempt: number;
+  error: TransferError;
+  method: string;
+  url: string;
+}
+
+export type WillSendRequestQuestion = ServerRequest<'willSendRequest', WillSendRequestParams>;
+export type ShouldContinueQuestion = ServerRequest<'shouldContinueAfterFailWithError', ShouldContinueParams>;
+
+/** `didReceiveResponse`: once per response kept. */
+export interface ResponseNoticeParams {
+  request: string;
+  status: number;
+  statusText: string;
+  headers: Record<string, string>;
+  /** Content-Length, or -1 when unknown. */
+  expectedContentLength: number;
+}
+
+/** `didReceiveData`: body bytes (the request's reader still gets them all). */
+export interface DataNoticeParams {
+  request: string;
+  bytes: number;
+  dataBase64: string;
+}
+
+export interface FailNoticeParams {
+  request: string;
+  error: TransferError;
+}
+
+export type ResponseNotice = Notification<'didReceiveResponse', ResponseNoticeParams>;
+export type DataNotice = Notification<'didReceiveData', DataNoticeParams>;
+export type FailNotice = Notification<'didFailWithError', FailNoticeParams>;
+export type FinishNotice = Notification<'didFinishLoading', OnRequest>;
+/** The notices to an interceptor, told apart by `method`. */
+export type InterceptNotice = ResponseNotice | DataNotice | FailNotice | FinishNotice;
+
+/** A callback's answer, now or later. */
+export type Awaitable<T> = T | Promise<T>;
+
+export interface InterceptOptions {
+  /** Answers willSendRequest: true sends as is, false cancels, an object replaces. A throw: sent unchanged. */
+  willSendRequest?: (params: WillSendRequestParams, question: WillSendRequestQuestion) => Awaitable<InterceptDecision>;
+  /** Answers shouldContinueAfterFailWithError: true retries, an object retries with it, false fails. A throw: not retried. */
+  shouldContinueAfterFailWithError?: (params: ShouldContinueParams, question: ShouldContinueQuestion) => Awaitable<InterceptDecision>;
+  /** Receives the notices (which then stay out of the inbox). */
+  onNotice?: (notice: InterceptNotice) => Awaitable<void>;
+  /** What to register for; default: the questions with a callback, and the four notices with onNotice. */
+  events?: InterceptEvent[];
+  /** Host patterns in the --allow syntax: only requests to a matching host are intercepted; default all. */
+  match?: string[];
+  /** Seconds the server waits for each answer (more than 0, at most 60; default 5). */
+  timeout?: number;
+  /** Seconds to wait for intercept.register's answer; default 10. */
+  callTimeout?: number;
+}
+
+/** The events of an Interceptor and what their listeners receive. */
+export interface InterceptorEvents {
+  /** A callback threw or returned what is not an answer (the server took the default action), or onNotice threw. */
+  callbackError: (error: unknown, message: ServerRequest | InterceptNotice) => void;
+}
+
+/** The retry policy of setRetryPolicy and of fetch's `retry`. */
+export type RetryOn = 'connect' | 'timeout' | 'reset' | '5xx' | '429' | 'unsafe';
+
+export interface RetryPolicy {
+  /** Attempts in all, 1…10. */
+  maxAttempts: number;
+  /** Seconds before the first retry, doubled for each next one (with jitter); default 0.5. */
+  initialDelay?: number;
+  /** The longest wait between attempts, in seconds; default 30. */
+  maxDelay?: number;
+  /** Default connect, timeout, reset, 5xx, 429; unsafe: retry methods that are not idempotent too. */
+  retryOn?: RetryOn[];
+}
+
 /** What waits in a client's inbox: notifications, and responses (or a batch's array) no call awaits. */
 export type InboxMessage = Notification | Response | Response[];
 
@@ -150,6 +285,7 @@ export interface FetchParams {
   bodyBase64?: string;
   timeout?: number;
   responseType?: 'text' | 'base64' | 'json';
+  retry?: RetryPolicy;
 }
 
 /** fetch's answer: `body` is text (utf8), base64, or with responseType json the parsed value. */
@@ -266,7 +402,7 @@ export interface Methods {
   send: { params: OnRequest & { body?: string; bodyBase64?: string; timeout?: number }; result: true | StateSummary };
   sendData: { params: OnRequest & { data: string; timeout?: number }; result: true | StateSummary };
   sendWithFile: { params: OnRequest & { path: string; timeout?: number }; result: true | StateSummary };
-  getState: { params: OnRequest; result: { state: number; stateName: StateName } };
+  getState: { params: OnRequest; result: { state: number; stateName: StateName; attempt: number } };
   getStatus: { params: OnRequest; result: number };
   getStatusText: { params: OnRequest; result: string };
   getResponseHeader: { params: OnRequest & { header: string }; result: string };
@@ -280,12 +416,15 @@ export interface Methods {
   list: { params: NoParams; result: Array<ListedRequest | ListedSocket> };
   disableCookieHandling: { params: OnRequest; result: true };
   clearCookies: { params: OnRequest & { includePersistentStore?: boolean }; result: true };
+  setRetryPolicy: { params: OnRequest & RetryPolicy; result: true };
   fetch: { params: FetchParams; result: FetchResult };
   subscribe: {
     params: { request?: string; socket?: string; all?: boolean; events?: Array<'stateChange' | 'progress'> };
     result: { subscription: string };
   };
   unsubscribe: { params: { subscription: string }; result: true };
+  'intercept.register': { params: { events?: InterceptEvent[]; timeout?: number; match?: string[] }; result: { interceptor: string } };
+  'intercept.unregister': { params: { interceptor: string }; result: true };
   'socket.create': { params: { host: string; port: number; ssl?: boolean; socket?: string }; result: { socket: string } };
   'socket.disableHostVerification': { params: OnSocket; result: true };
   'socket.disablePeerVerification': { params: OnSocket; result: true };
@@ -386,8 +525,10 @@ export interface FetchOptions {
   body?: string | Uint8Array | null;
   /** text (default): UTF-8 text, or base64 when the body is not UTF-8; base64; json: parsed when it is JSON. */
   responseType?: 'text' | 'base64' | 'json';
-  /** Seconds for the whole transfer (a positive number, default 30); the answer may take 5 more. */
+  /** Seconds for the transfer (a positive number, default 30; each attempt's, with retry); the answer may take 5 more. */
   timeout?: number;
+  /** Retries, as setRetryPolicy's; the call waits for every attempt and the delays between them. */
+  retry?: RetryPolicy | null;
 }
 
 export interface DownloadOptions {
@@ -532,6 +673,13 @@ export class Client {
    * notifications go to it, not to the inbox.
    */
   createSocket(host: string, port: number, options?: CreateSocketOptions): Promise<RemoteSocket>;
+  /**
+   * intercept.register: this connection becomes the interceptor of its principal's
+   * requests; the server's questions are answered by the callbacks, on this connection.
+   */
+  intercept(options: InterceptOptions): Promise<Interceptor>;
+  /** The Interceptor this client holds (registered or registering), or null. */
+  readonly interceptor: Interceptor | null;
 
   /** Half-close: nothing more is sent; replies still arrive. */
   shutdownWrite(): Promise<void>;
@@ -592,6 +740,30 @@ export class RemoteSocket {
   removeListener<E extends keyof RemoteSocketEvents>(event: E, listener: RemoteSocketEvents[E]): this;
   removeAllListeners(event?: keyof RemoteSocketEvents): this;
   listenerCount(event: keyof RemoteSocketEvents): number;
+}
+
+/**
+ * An interceptor made by Client#intercept. At run time it is a Node EventEmitter; the
+ * methods declared here are those for its events (InterceptorEvents).
+ */
+export class Interceptor {
+  private constructor();
+  readonly client: Client;
+  /** The server's handle, `icp_` and 32 hex digits. */
+  readonly handle: string;
+  /** What it registered for. */
+  readonly events: InterceptEvent[];
+  /** True until unregister, or the close of the connection. */
+  readonly active: boolean;
+  /** intercept.unregister. */
+  unregister(options?: CallOptions): Promise<true>;
+
+  on<E extends keyof InterceptorEvents>(event: E, listener: InterceptorEvents[E]): this;
+  once<E extends keyof InterceptorEvents>(event: E, listener: InterceptorEvents[E]): this;
+  off<E extends keyof InterceptorEvents>(event: E, listener: InterceptorEvents[E]): this;
+  removeListener<E extends keyof InterceptorEvents>(event: E, listener: InterceptorEvents[E]): this;
+  removeAllListeners(event?: keyof InterceptorEvents): this;
+  listenerCount(event: keyof InterceptorEvents): number;
 }
 
 // ---- errors ----------------------------------------------------------------------

@@ -8,10 +8,11 @@
 const { Client, RPCError, ConnectionClosed, TimeoutError } = require('./lib/client');
 const { DownloadError } = require('./lib/download');
 const { RemoteSocket, SocketError } = require('./lib/socket');
+const { Interceptor } = require('./lib/intercept');
 const { LineDecoder, Line, encode } = require('./lib/framing');
 const { defaultSocketPath } = require('./lib/socket-path');
 
 module.exports = {
-  Client, RPCError, ConnectionClosed, TimeoutError, DownloadError, RemoteSocket, SocketError, LineDecoder, Line, encode,
-  defaultSocketPath,
+  Client, RPCError, ConnectionClosed, TimeoutError, DownloadError, RemoteSocket, SocketError, Interceptor, LineDecoder, Line,
+  encode, defaultSocketPath,
 };

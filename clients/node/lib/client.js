@@ -11,8 +11,11 @@
  * `waitNotification` and `waitMessage` take what they ask for. So nothing is dropped
  * silently, and a notification that came before anyone waited for it is still there. The
  * exceptions: the answer to a call that already timed out (its caller was told, and the
- * late answer is discarded when it comes), and the notifications about a socket made with
- * `createSocket`, which go to that RemoteSocket (lib/socket.js) instead of the inbox.
+ * late answer is discarded when it comes), the notifications about a socket made with
+ * `createSocket`, which go to that RemoteSocket (lib/socket.js) instead of the inbox, and
+ * what the server says to an interceptor made with `intercept` (lib/intercept.js): its
+ * questions (requests from the server, ids beginning `srv-`) are answered on this
+ * connection by the interceptor's callbacks, its notices go to its onNotice.
  */
 
 const { EventEmitter } = require('node:events');
@@ -23,6 +26,7 @@ const { LineDecoder, encode } = require('./framing');
 const { defaultSocketPath } = require('./socket-path');
 const { download } = require('./download');
 const { RemoteSocket } = require('./socket');
+const { Interceptor, isServerRequest, methodNotFound, eventsFor } = require('./intercept');
 
 const DEFAULT_TIMEOUT = 10; // seconds, for connecting and for one call
 const AUTH_EXTRA = 5; // seconds more for auth: a wrong token is answered after 1 s
@@ -32,6 +36,7 @@ const CLOSE_FLUSH_MS = 1000; // close() waits this long at most for written byte
 const STATE_POLL_MS = 250; // _waitForState's longest pause between looks when no notification came
 const DEFAULT_FETCH_TIMEOUT = 30; // seconds for a fetch's transfer
 const FETCH_ANSWER_EXTRA = 5; // seconds more for fetch's answer to come after the transfer's limit
+const RETRY_MAX_DELAY = 30; // seconds: the server's default maxDelay of a retry policy
 
 /**
  * An error response: `code`, `message` and `data` of the JSON-RPC error object, `reason`
@@ -121,6 +126,7 @@ class Client extends EventEmitter {
     this._abandoned = new Set(); // idKeys of calls that timed out
     this._bodyReaders = new Set(); // {request, wake}: readBody calls waiting for news of their request
     this._sockets = new Map(); // handle -> RemoteSocket made by createSocket, until released
+    this._interceptor = null; // the Interceptor made by intercept (registered or registering), until it ends
     this._nextId = 1;
     this._decoder = new LineDecoder();
     this._isClosed = false;
@@ -378,13 +384,18 @@ class Client extends EventEmitter {
    * default: UTF-8 text, or base64 when the body is not UTF-8; `base64`; `json`: parsed when
    * it is JSON), `timeout` (seconds for the whole transfer, default 30: the server stops the
    * transfer then, and the call waits that long plus FETCH_ANSWER_EXTRA for the answer).
-   * Resolves to the server's answer `{status, statusText, headers, body, encoding}`; a
-   * request that got no response is status 0 with a status text saying why, not a
-   * rejection.
+   * `retry`: a retry policy `{maxAttempts, initialDelay, maxDelay, retryOn}` (as
+   * setRetryPolicy's), sent as it is; the call then waits for every attempt and the delays
+   * between them. Resolves to the server's answer `{status, statusText, headers, body,
+   * encoding}`; a request that got no response is status 0 with a status text saying why,
+   * not a rejection.
    */
-  fetch(url, { method, headers, body, responseType, timeout = DEFAULT_FETCH_TIMEOUT } = {}) {
+  fetch(url, { method, headers, body, responseType, timeout = DEFAULT_FETCH_TIMEOUT, retry } = {}) {
     if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
       return Promise.reject(new TypeError(`fetch's timeout is a positive number of seconds, not ${timeout}`));
+    }
+    if (retry !== undefined && retry !== null && (typeof retry !== 'object' || Array.isArray(retry))) {
+      return Promise.reject(new TypeError('fetch\'s retry is an object {maxAttempts, initialDelay, maxDelay, retryOn}'));
     }
     const params = { url };
     if (method !== undefined) params.method = method;
@@ -398,7 +409,15 @@ class Client extends EventEmitter {
     }
     if (responseType !== undefined) params.responseType = responseType;
     params.timeout = timeout;
-    return this.call('fetch', params, { timeout: timeout + FETCH_ANSWER_EXTRA });
+    let wait = timeout;
+    if (retry !== undefined && retry !== null) {
+      params.retry = retry;
+      // Every attempt may take the whole timeout, and each retry waits maxDelay at most before it.
+      const attempts = Number.isInteger(retry.maxAttempts) && retry.maxAttempts > 1 ? Math.min(retry.maxAttempts, 10) : 1;
+      const maxDelay = typeof retry.maxDelay === 'number' && retry.maxDelay >= 0 ? retry.maxDelay : RETRY_MAX_DELAY;
+      wait = attempts * timeout + (attempts - 1) * maxDelay;
+    }
+    return this.call('fetch', params, { timeout: wait + FETCH_ANSWER_EXTRA });
   }
 
   /**
@@ -483,6 +502,54 @@ class Client extends EventEmitter {
     });
   }
 
+  // ---- interception ----------------------------------------------------------
+
+  /**
+   * Registers this connection as the interceptor of its principal's requests
+   * (intercept.register) and resolves to its Interceptor (lib/intercept.js). Callbacks:
+   * `willSendRequest(params, message)` and `shouldContinueAfterFailWithError(params,
+   * message)`, each returning (or resolving to) true, false or a replacement object, which
+   * the client writes as the answer; `onNotice(notification)` for the notices. `events`:
+   * what to register for (default: the questions with a callback, and the four notices
+   * with onNotice); `match` (host patterns), `timeout` (seconds per answer) go to the
+   * server as given; `callTimeout`: seconds for intercept.register's own answer.
+   */
+  async intercept(options = {}) {
+    const { match, timeout, callTimeout } = options;
+    const events = eventsFor(options);
+    const icp = new Interceptor(this, options, events);
+    const params = { events };
+    if (match !== undefined) params.match = match;
+    if (timeout !== undefined) params.timeout = timeout;
+    // Questions may come as soon as the server has registered it, even before its answer
+    // is read: the interceptor takes them from now on, unless this client has one already
+    // (then the server's busy decides, and a success replaces the old one).
+    if (this._interceptor === null) this._interceptor = icp;
+    let result;
+    try {
+      result = await this.call('intercept.register', params, { timeout: callTimeout });
+    } catch (err) {
+      if (this._interceptor === icp) this._interceptor = null;
+      throw err;
+    }
+    if (this._interceptor !== null && this._interceptor !== icp) this._interceptor._ended();
+    this._interceptor = icp;
+    icp._registered(result.interceptor);
+    return icp;
+  }
+
+  /** The Interceptor this client holds (registered or registering), or null. */
+  get interceptor() {
+    return this._interceptor;
+  }
+
+  /** A question from the server: answered by the interceptor, or refused, on this connection. */
+  _serverRequest(message) {
+    const icp = this._interceptor;
+    const answer = icp !== null ? icp._answer(message) : Promise.resolve(methodNotFound(message));
+    answer.then((response) => this.send(response)).catch(() => {}); // closed meanwhile: no one to answer
+  }
+
   // ---- socket objects ------------------------------------------------------
 
   /**
@@ -552,6 +619,10 @@ class Client extends EventEmitter {
       this._unclaimed(message, 'unmatched');
       return;
     }
+    if (isServerRequest(message)) {
+      this._serverRequest(message);
+      return;
+    }
     this._unclaimed(message, isNotification(message) ? 'notification' : 'unmatched');
   }
 
@@ -564,6 +635,12 @@ class Client extends EventEmitter {
       ? this._sockets.get(message.params.socket) : undefined;
     if (owner !== undefined) {
       owner._notified(message);
+      this.emit(event, message);
+      return;
+    }
+    const icp = this._interceptor;
+    if (event === 'notification' && icp !== null && icp._takesNotice(message)) {
+      icp._notice(message);
       this.emit(event, message);
       return;
     }
@@ -621,6 +698,7 @@ class Client extends EventEmitter {
     }
     for (const reader of this._bodyReaders) reader.wake();
     for (const s of this._sockets.values()) s._clientClosed(new ConnectionClosed(`news of socket ${s.handle}`, cause));
+    if (this._interceptor !== null) this._interceptor._ended();
     this._resolveClosed({ error: cause });
     this.emit('close', cause);
   }

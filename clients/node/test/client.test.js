@@ -10,7 +10,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { once } = require('node:events');
-const { Client, RPCError, ConnectionClosed, TimeoutError, LineDecoder, SocketError } = require('..');
+const { Client, RPCError, ConnectionClosed, TimeoutError, LineDecoder, SocketError, Interceptor } = require('..');
 const { BOUNDED } = require('./support');
 
 const line = (m) => Buffer.from(JSON.stringify(m) + '\n', 'utf8');
@@ -308,5 +308,121 @@ describe('Client against a scripted peer', () => {
     const opening = s2.opened();
     peer.socket.end();
     await assert.rejects(opening, ConnectionClosed);
+  });
+
+  it('intercept: the server\'s questions are answered by the callbacks on the same connection, notices go to onNotice', BOUNDED, async (t) => {
+    const { client, peer } = await Peer.start(t);
+    const ALL = ['willSendRequest', 'shouldContinueAfterFailWithError', 'didReceiveResponse', 'didReceiveData',
+      'didFailWithError', 'didFinishLoading'];
+    const question = (id, method, params) => line({ jsonrpc: '2.0', id, method, params });
+    const notice = (method) => ({ jsonrpc: '2.0', method, params: { request: 'r' } });
+    const heard = [];
+    const notices = [];
+    const asked = [];
+    client.on('notification', (m) => heard.push(m.method));
+    const registering = client.intercept({
+      willSendRequest: (params, message) => {
+        asked.push(message.id);
+        if (params.url.endsWith('/cancel')) return false;
+        if (params.url.endsWith('/swap')) return { headers: { 'X-Swapped': '1' } };
+        return true;
+      },
+      shouldContinueAfterFailWithError: async (params) => {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (params.attempt === 1) return true;
+        if (params.attempt === 2) return 5; // not an answer
+        throw new Error('enough');
+      },
+      onNotice: (m) => notices.push(m.method),
+      match: ['127.0.0.1'],
+      timeout: 2,
+    });
+    assert.equal(client.interceptor instanceof Interceptor, true, 'it takes questions before register\'s answer is read');
+    assert.deepEqual(await peer.readLine(), {
+      jsonrpc: '2.0', method: 'intercept.register', params: { events: ALL, match: ['127.0.0.1'], timeout: 2 }, id: 1,
+    });
+    // A question before register's answer, in the same read as it, and a notice after it.
+    await peer.write(Buffer.concat([
+      question('srv-1', 'willSendRequest', { request: 'r', attempt: 1, method: 'GET', url: 'http://127.0.0.1/cancel', headers: {} }),
+      line({ jsonrpc: '2.0', result: { interceptor: 'icp_0123' }, id: 1 }),
+      line(notice('didReceiveResponse')),
+    ]));
+    const icp = await registering;
+    assert.deepEqual([icp.handle, icp.active, icp.events, client.interceptor === icp], ['icp_0123', true, ALL, true]);
+    const callbackErrors = [];
+    icp.on('callbackError', (err, message) => callbackErrors.push([err.message, message.id]));
+    await peer.write(Buffer.concat([
+      question('srv-2', 'willSendRequest', { request: 'r', attempt: 1, method: 'GET', url: 'http://127.0.0.1/swap', headers: {} }),
+      question('srv-3', 'willSendRequest', { request: 'r', attempt: 1, method: 'GET', url: 'http://127.0.0.1/', headers: {} }),
+      question('srv-4', 'shouldContinueAfterFailWithError', { request: 'r', attempt: 1, error: { reason: 'connect', message: 'm' } }),
+      question('srv-5', 'shouldContinueAfterFailWithError', { request: 'r', attempt: 2, error: { reason: 'connect', message: 'm' } }),
+      question('srv-6', 'shouldContinueAfterFailWithError', { request: 'r', attempt: 3, error: { reason: 'connect', message: 'm' } }),
+      question('srv-7', 'noSuchQuestion', {}),
+      line({ jsonrpc: '2.0', id: 7, method: 'notOurs', params: {} }), // not a srv- id: a message for the inbox, as before
+      line(notice('didFinishLoading')),
+    ]));
+    const answers = new Map();
+    for (let i = 0; i < 7; i++) {
+      const m = await peer.readLine();
+      answers.set(m.id, m);
+    }
+    assert.deepEqual(answers.get('srv-1'), { jsonrpc: '2.0', id: 'srv-1', result: false });
+    assert.deepEqual(answers.get('srv-2'), { jsonrpc: '2.0', id: 'srv-2', result: { headers: { 'X-Swapped': '1' } } });
+    assert.deepEqual(answers.get('srv-3'), { jsonrpc: '2.0', id: 'srv-3', result: true });
+    assert.deepEqual(answers.get('srv-4'), { jsonrpc: '2.0', id: 'srv-4', result: true });
+    const returned5 = 'the shouldContinueAfterFailWithError callback returned 5, not true, false or an object';
+    assert.deepEqual(answers.get('srv-5'), { jsonrpc: '2.0', id: 'srv-5', error: { code: -32603, message: returned5 } });
+    assert.deepEqual(answers.get('srv-6'), {
+      jsonrpc: '2.0', id: 'srv-6', error: { code: -32603, message: 'the shouldContinueAfterFailWithError callback threw: enough' },
+    });
+    assert.deepEqual(answers.get('srv-7'), {
+      jsonrpc: '2.0', id: 'srv-7', error: { code: -32601, message: 'Method not found', data: { method: 'noSuchQuestion' } },
+    });
+    assert.deepEqual(asked, ['srv-1', 'srv-2', 'srv-3']);
+    assert.deepEqual(callbackErrors.sort(), [[returned5, 'srv-5'], ['enough', 'srv-6']].sort());
+    assert.deepEqual(notices, ['didReceiveResponse', 'didFinishLoading']);
+    assert.deepEqual(heard, ['didReceiveResponse', 'notOurs', 'didFinishLoading'], 'the notification event shows every one');
+    assert.deepEqual(client.pending(), [{ jsonrpc: '2.0', id: 7, method: 'notOurs', params: {} }]);
+
+    const unregistering = icp.unregister();
+    assert.deepEqual(await peer.readLine(), { jsonrpc: '2.0', method: 'intercept.unregister', params: { interceptor: 'icp_0123' }, id: 2 });
+    await peer.write(line({ jsonrpc: '2.0', result: true, id: 2 }));
+    assert.equal(await unregistering, true);
+    assert.deepEqual([icp.active, client.interceptor], [false, null]);
+    await peer.write(Buffer.concat([question('srv-8', 'willSendRequest', { request: 'r' }), line(notice('didFinishLoading'))]));
+    assert.deepEqual(await peer.readLine(), {
+      jsonrpc: '2.0', id: 'srv-8', error: { code: -32601, message: 'Method not found', data: { method: 'willSendRequest' } },
+    });
+    assert.deepEqual((await client.waitNotification((m) => m.method === 'didFinishLoading', { timeout: 5 })).params, { request: 'r' });
+  });
+
+  it('intercept: the events follow the callbacks; a refusal (busy) leaves no interceptor; close ends it', BOUNDED, async (t) => {
+    const { client, peer } = await Peer.start(t);
+    await assert.rejects(client.intercept({}), TypeError);
+    await assert.rejects(client.intercept({ willSendRequest: 'yes' }), TypeError);
+    const busy = client.intercept({ shouldContinueAfterFailWithError: () => false });
+    assert.deepEqual((await peer.readLine()).params, { events: ['shouldContinueAfterFailWithError'] });
+    const error = { code: -32011, message: 'This principal already has an interceptor', data: { reason: 'busy' } };
+    await peer.write(line({ jsonrpc: '2.0', error, id: 1 }));
+    await assert.rejects(busy, (e) => e instanceof RPCError && e.code === -32011 && e.reason === 'busy');
+    assert.equal(client.interceptor, null);
+
+    const onlyNotices = client.intercept({ onNotice: () => { throw new Error('listener broke'); }, callTimeout: 5 });
+    assert.deepEqual((await peer.readLine()).params, {
+      events: ['didReceiveResponse', 'didReceiveData', 'didFailWithError', 'didFinishLoading'],
+    });
+    await peer.write(line({ jsonrpc: '2.0', result: { interceptor: 'icp_1' }, id: 2 }));
+    const icp = await onlyNotices;
+    const broke = once(icp, 'callbackError');
+    await peer.write(Buffer.concat([
+      line({ jsonrpc: '2.0', method: 'didReceiveData', params: { request: 'r', bytes: 1, dataBase64: 'AA==' } }),
+      line({ jsonrpc: '2.0', id: 'srv-1', method: 'willSendRequest', params: { request: 'r' } }), // registered without it
+    ]));
+    assert.equal((await broke)[0].message, 'listener broke');
+    assert.deepEqual((await peer.readLine()).error.code, -32601);
+    assert.deepEqual(client.pending(), [], 'a notice onNotice took is not kept, even when it threw');
+    peer.socket.end();
+    await client.closed;
+    assert.deepEqual([icp.active, client.interceptor], [false, null]);
   });
 });

@@ -61,8 +61,8 @@ describe('principals over TCP', () => {
     }
     // Names are per principal: bob may use the same one for his own request.
     assert.deepEqual(await bob.call('create', { request: 'mine' }), { request: 'mine' });
-    assert.deepEqual(await alice.call('getState', { request: 'mine' }), { state: 0, stateName: 'UNSENT' });
+    assert.deepEqual(await alice.call('getState', { request: 'mine' }), { state: 0, stateName: 'UNSENT', attempt: 0 });
     assert.equal(await bob.call('release', { request: 'mine' }), true);
-    assert.deepEqual(await alice.call('getState', { request: 'mine' }), { state: 0, stateName: 'UNSENT' });
+    assert.deepEqual(await alice.call('getState', { request: 'mine' }), { state: 0, stateName: 'UNSENT', attempt: 0 });
   });
 });

@@ -78,7 +78,7 @@ describe('JSON-RPC against xhrpcd', () => {
     assert.equal(got.length, 4);
     assert.deepEqual(got[0].result, { request: 'b1' });
     assert.deepEqual(got[1].error, { code: -32601, message: 'Method not found', data: { method: 'no.such.method' } });
-    assert.deepEqual(got[2].result, { state: 0, stateName: 'UNSENT' });
+    assert.deepEqual(got[2].result, { state: 0, stateName: 'UNSENT', attempt: 0 });
     assert.equal(got[3].error.code, -32001);
     assert.equal(got[3].error.data.reason, 'unknown_handle');
     assert.deepEqual(got.map((r) => r.id), [...got.map((r) => r.id)].sort((a, b) => a - b));

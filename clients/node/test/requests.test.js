@@ -9,10 +9,10 @@ const assert = require('node:assert/strict');
 const { RPCError } = require('..');
 const { useServer, closing, patternBytes, BOUNDED } = require('./support');
 
-const stateChange = (request, state, stateName, status, statusText) => ({
+const stateChange = (request, state, stateName, status, statusText, attempt = 1) => ({
   jsonrpc: '2.0',
   method: 'onStateChange',
-  params: { request, state, stateName, status, statusText },
+  params: { request, state, stateName, status, statusText, attempt },
 });
 
 /** The next `n` onStateChange notifications about `request`, in arrival order. */
@@ -34,14 +34,14 @@ describe('request objects through xhrpcd', () => {
     const n = 5 * 1024 * 1024;
     const { request: r } = await c.call('create');
     assert.match(r, /^req_/);
-    assert.deepEqual(await c.call('getState', { request: r }), { state: 0, stateName: 'UNSENT' });
+    assert.deepEqual(await c.call('getState', { request: r }), { state: 0, stateName: 'UNSENT', attempt: 0 });
     assert.equal(await c.call('open', { request: r, method: 'GET', url: env.upstream.url(`/bytes/${n}?seed=3`) }), true);
     assert.equal(await c.call('send', { request: r }), true);
     const body = await c.readBody(r, { timeout: 60 });
     assert.equal(body.length, n);
     assert.ok(body.equals(patternBytes(n, 3)), 'the body differs from the upstream pattern');
     const expected = [
-      stateChange(r, 1, 'OPENED', 0, ''),
+      stateChange(r, 1, 'OPENED', 0, '', 0), // no attempt before the first send
       stateChange(r, 2, 'SENT', 0, ''),
       stateChange(r, 3, 'HEADERS_RECEIVED', 200, 'OK'),
       stateChange(r, 4, 'LOADING', 200, 'OK'),
@@ -50,7 +50,7 @@ describe('request objects through xhrpcd', () => {
     assert.deepEqual(await stateChanges(c, r, 5), expected);
     assert.deepEqual(heard, expected); // the event saw the same, and nothing else
     assert.deepEqual(c.pending(), []);
-    assert.deepEqual(await c.call('getState', { request: r }), { state: 5, stateName: 'DONE' });
+    assert.deepEqual(await c.call('getState', { request: r }), { state: 5, stateName: 'DONE', attempt: 1 });
     assert.equal(await c.call('getStatus', { request: r }), 200);
     assert.equal(await c.call('getResponseHeader', { request: r, header: 'content-LENGTH' }), String(n));
     assert.deepEqual(await c.call('getReceiveBuffer', { request: r }), { data: '', encoding: 'base64', bytes: 0, done: true });

@@ -5,8 +5,9 @@
 // library (the declarations must stand alone; package.test.js checks the same program
 // against the installed package, through `types` and through `exports`); the same program
 // compiled and run against a real xhrpcd with TCP and TLS listeners, so that a declared
-// name the JavaScript lacks fails too; and the declared methods and notifications are those
-// of api/openrpc.json. A missing tsc fails the suite: nothing here is skipped.
+// name the JavaScript lacks fails too; and the declared methods, notifications and server
+// requests (x-server-requests) are those of api/openrpc.json. A missing tsc fails the
+// suite: nothing here is skipped.
 
 const { describe, it, before, after, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
@@ -48,7 +49,7 @@ describe('TypeScript declarations', () => {
     assert.equal(out, 'ok\n');
   });
 
-  it('declares every method and notification of api/openrpc.json, and no other', BOUNDED, () => {
+  it('declares every method, notification and server request of api/openrpc.json, and no other', BOUNDED, () => {
     const api = JSON.parse(fs.readFileSync(path.join(REPO, 'api', 'openrpc.json'), 'utf8'));
     const dts = fs.readFileSync(path.join(PACKAGE_DIR, 'index.d.ts'), 'utf8');
     const block = /^export interface Methods \{\n([\s\S]*?)^\}/m.exec(dts);
@@ -57,5 +58,7 @@ describe('TypeScript declarations', () => {
     assert.deepEqual(declared, api.methods.map((m) => m.name).sort());
     const notifications = [...dts.matchAll(/Notification<'([\w.]+)'/g)].map((m) => m[1]).sort();
     assert.deepEqual(notifications, api['x-notifications'].map((n) => n.name).sort());
+    const questions = [...dts.matchAll(/ServerRequest<'([\w.]+)'/g)].map((m) => m[1]).sort();
+    assert.deepEqual(questions, api['x-server-requests'].map((n) => n.name).sort());
   });
 });

@@ -16,7 +16,10 @@ import {
   StateName, StateSummary, TimeoutError, TlsConnectOptions, WaitOptions, defaultSocketPath, encode,
   CreateSocketOptions, ListedSocket, RemoteSocket, RemoteSocketEvents, SocketChunk, SocketCloseNotification,
   SocketErrNotification, SocketError, SocketErrorWord, SocketOpenNotification, SocketReadNotification, SocketState,
-  SocketStateName,
+  SocketStateName, Interceptor, InterceptorEvents, InterceptOptions, InterceptDecision, InterceptEvent, InterceptNotice,
+  Replacement, RetryPolicy, RetryOn, ServerRequest, ShouldContinueParams, ShouldContinueQuestion, TransferError,
+  FailureReason, WillSendRequestParams, WillSendRequestQuestion, ResponseNotice, DataNotice, FailNotice, FinishNotice,
+  Awaitable,
 } from 'xhrpc';
 
 // The few globals this program needs, declared here since no @types/node is loaded.
@@ -205,6 +208,71 @@ async function sockets(c: Client, args: Args): Promise<void> {
   while (c.pending().length > 0) await c.waitMessage();
 }
 
+/** An interceptor on a connection of its own, and a request object and a fetch it sees; retries. */
+async function interception(args: Args): Promise<void> {
+  const icpClient = await Client.connectUnix(args.socket, { timeout: 5 });
+  const c = await Client.connectUnix(args.socket, { timeout: 5 });
+  const asked: WillSendRequestParams[] = [];
+  const notices: InterceptNotice[] = [];
+  const replace = (params: WillSendRequestParams, question: WillSendRequestQuestion): InterceptDecision => {
+    asked.push(params);
+    check(question.id.startsWith('srv-') && question.method === 'willSendRequest', 'the question');
+    if (params.url.endsWith('/status/204')) return false;
+    const r: Replacement = { headers: { ...params.headers, 'X-Intercepted': String(params.attempt) } };
+    return r;
+  };
+  const retried: Array<[number, FailureReason]> = [];
+  const options: InterceptOptions = {
+    willSendRequest: replace,
+    shouldContinueAfterFailWithError: async (params: ShouldContinueParams, question: ShouldContinueQuestion): Promise<boolean> => {
+      const error: TransferError = params.error;
+      retried.push([params.attempt, error.reason]);
+      return question.params.attempt < 2;
+    },
+    onNotice: (notice: InterceptNotice): Awaitable<void> => {
+      notices.push(notice);
+    },
+    match: ['127.0.0.1'],
+    timeout: 5,
+    callTimeout: 5,
+  };
+  const icp: Interceptor = await icpClient.intercept(options);
+  check(icp.active && /^icp_[0-9a-f]{32}$/.test(icp.handle) && icp.client === icpClient && icpClient.interceptor === icp, 'intercept');
+  const events: InterceptEvent[] = icp.events;
+  check(events.length === 6, 'the events its callbacks want');
+  const onError: InterceptorEvents['callbackError'] = (error, message: ServerRequest | InterceptNotice) => check(false, `${error} ${message.method}`);
+  icp.on('callbackError', onError);
+
+  const echoed = await c.fetch(`${args.upstream}/echo`, { responseType: 'json' });
+  check(echoed.encoding === 'json' && echoed.body.headers['x-intercepted'] === '1', 'the replacement was sent');
+  const cancelled = await c.fetch(`${args.upstream}/status/204`);
+  check(cancelled.status === 0 && cancelled.statusText === 'Cancelled by interceptor', 'cancelled');
+  const refused = await c.fetch('http://127.0.0.1:1/', { retry: { maxAttempts: 1 } });
+  check(refused.status === 0 && retried.length === 2 && retried[0][0] === 1 && retried[1][1] === 'connect', 'asked after each failure');
+  const finished = notices.filter((n): n is FinishNotice => n.method === 'didFinishLoading');
+  const heads = notices.filter((n): n is ResponseNotice => n.method === 'didReceiveResponse');
+  const data = notices.filter((n): n is DataNotice => n.method === 'didReceiveData');
+  const failed: FailNotice[] = notices.filter((n): n is FailNotice => n.method === 'didFailWithError');
+  check(finished.length === 1 && heads[0].params.status === 200 && data.length > 0 && failed.length === 0, 'notices');
+  check(asked.length === 4 && asked[0].method === 'GET', 'willSendRequest before each attempt');
+  icp.off('callbackError', onError);
+  check((await icp.unregister({ timeout: 5 })) === true && !icp.active && icpClient.interceptor === null, 'unregister');
+
+  const { request: r } = await c.call('create');
+  await c.call('open', { request: r, method: 'GET', url: `${args.upstream}/status/503` });
+  const retryOn: RetryOn[] = ['5xx'];
+  const policy: RetryPolicy = { maxAttempts: 2, initialDelay: 0, maxDelay: 0, retryOn };
+  check(await c.call('setRetryPolicy', { request: r, ...policy }), 'setRetryPolicy');
+  await c.call('send', { request: r });
+  await c.waitNotification((m) => m.method === 'onStateChange' && m.params.request === r && m.params.state === 5, { timeout: 10 });
+  const state = await c.call('getState', { request: r });
+  check(state.attempt === 2 && (await c.call('getStatus', { request: r })) === 503, 'retried once');
+  const registered = await c.call('intercept.register', { events: ['didFinishLoading'], timeout: 1 });
+  check((await c.call('intercept.unregister', { interceptor: registered.interceptor })) === true, 'by call');
+  await c.close();
+  await icpClient.close();
+}
+
 async function connections(args: Args): Promise<void> {
   const unixOptions: ConnectOptions = { timeout: 5, inboxLimit: 100, token: null };
   const c = await Client.connectUnix(args.socket, unixOptions);
@@ -221,6 +289,7 @@ async function connections(args: Args): Promise<void> {
   await callsAndErrors(c);
   await fetchAndDownload(c, args);
   await sockets(c, args);
+  await interception(args);
   const auth: AuthResult | undefined = c.authResult;
   check(auth === undefined && c.droppedMessages === 0 && c.malformed.length === 0 && !c.isClosed, 'state');
   const socket: ClientSocket = c.socket;
@@ -312,6 +381,16 @@ export function rejected(c: Client, r: string, socket: ClientSocket): void {
   c.createSocket('h', 80).then((s) => s.write(5));
   // @ts-expect-error a list entry may be a socket, which has no url
   c.call('list').then((l) => l[0].url);
+  // @ts-expect-error an answer is true, false or a replacement
+  c.intercept({ willSendRequest: () => 'yes' });
+  // @ts-expect-error no such event
+  c.intercept({ events: ['didSomething'] });
+  // @ts-expect-error maxAttempts is needed
+  c.fetch('http://127.0.0.1/', { retry: { initialDelay: 1 } });
+  // @ts-expect-error an unknown retryOn word
+  c.call('setRetryPolicy', { request: r, maxAttempts: 2, retryOn: ['4xx'] });
+  // @ts-expect-error an Interceptor is made by intercept
+  new Interceptor();
   // @ts-expect-error the listener of read receives a number
   c.createSocket('h', 80).then((s) => s.on('read', (available: string) => available));
   // @ts-expect-error a RemoteSocket is made by createSocket
