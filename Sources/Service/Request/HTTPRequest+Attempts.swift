@@ -145,8 +145,14 @@ extension HTTPRequest {
     func attemptFailed(_ failure: TransferFailure) {
         let reason = FailureReason.word(failure)
         let request = planned
-        if reason != "policy_denied", attempt < Self.maxInterceptedAttempts,
-           let i = interceptor(for: .shouldContinueAfterFailWithError), let session = i.session, let request {
+        // As in the seed, an interceptor that takes this question never hears
+        // didFailWithError: not even when the attempts run out.
+        let asked = interceptor(for: .shouldContinueAfterFailWithError)
+        if attempt >= Self.maxInterceptedAttempts, asked != nil {
+            env.log("\(handle): \(attempt) attempts, the most an interceptor may ask for; failing")
+            return finish(failure: failure.text)
+        }
+        if let i = asked, let session = i.session, let request {
             let params: JSONValue = [
                 "request": .string(handle), "attempt": .int(Int64(attempt)),
                 "error": ["reason": .string(reason), "message": .string(failure.text)],

@@ -14,6 +14,11 @@ extension HTTPRequest {
             switch action {
             case .notify(let s):
                 touch()
+                if s == .opened {
+                    // A new exchange: no attempt yet (an abort just reported was the old one's).
+                    attempt = 0
+                    planned = nil
+                }
                 if s == .done {
                     hub.flushProgress(of: self)
                     if let started = sentAt {

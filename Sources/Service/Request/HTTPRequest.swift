@@ -144,8 +144,6 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         self.auth = auth
         self.opener = opener
         perform(machine.open())
-        attempt = 0
-        planned = nil
     }
 
     /// Adds a header to send. The one way in for headers, whoever supplies them: the

@@ -88,7 +88,7 @@ class Calls(AioTestCase):
 
         for i, (handle, state) in enumerate(run(main())):
             self.assertEqual(handle, "task-%d" % i)
-            self.assertEqual(state, {"state": 0, "stateName": "UNSENT"})
+            self.assertEqual(state, {"state": 0, "stateName": "UNSENT", "attempt": 0})
 
     def test_batch_answers_in_call_order(self):
         async def main():
@@ -104,7 +104,7 @@ class Calls(AioTestCase):
         empty, answers = run(main())
         self.assertEqual(empty, [])
         self.assertEqual([r.get("result") for r in answers[:3]],
-                         [{"request": "b1"}, True, {"state": 1, "stateName": "OPENED"}])
+                         [{"request": "b1"}, True, {"state": 1, "stateName": "OPENED", "attempt": 0}])
         self.assertEqual(answers[3]["error"]["code"], -32601)
 
     def test_errors_raise_rpc_error(self):

@@ -173,4 +173,4 @@ class SendData(BodyCase):
         self.assertEqual(self.c.request("sendData", {"request": r})["error"]["code"], -32602)
         # Nothing was sent, and the request is still OPENED.
         self.assertEqual(self.origin.since(mark), [])
-        self.assertEqual(self.c.call("getState", {"request": r}), {"state": 1, "stateName": "OPENED"})
+        self.assertEqual(self.c.call("getState", {"request": r}), {"state": 1, "stateName": "OPENED", "attempt": 0})

@@ -86,7 +86,7 @@ class Close(ServerTestCase):
         c.call("open", {"request": r, "method": "GET", "url": self.origin.url("/x"), "async": False,
                         "subscribe": False})
         self.assertIs(c.call("close", {"request": r}), False)  # OPENED
-        self.assertEqual(c.call("getState", {"request": r}), {"state": 1, "stateName": "OPENED"})
+        self.assertEqual(c.call("getState", {"request": r}), {"state": 1, "stateName": "OPENED", "attempt": 0})
         got = c.request("close", {"request": "no-such-request"})
         self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"]), (-32001, "unknown_handle"))
 

@@ -441,7 +441,7 @@ class StateChangeSequence(ObjectTestCase):
             self.start_request(c, r, self.url(path))
             self.assertNextMessages(c, [state_change(r, s, status, text) for s in (3, 4, 5)], timeout=30, note=path)
             self.assertNothingPending(c, note="after DONE of %s" % path)
-            self.assertEqual(c.call("getState", {"request": r}), {"state": 5, "stateName": "DONE"})
+            self.assertEqual(c.call("getState", {"request": r}), {"state": 5, "stateName": "DONE", "attempt": 1})
 
 
 # --------------------------------------------------------------------------
@@ -453,7 +453,7 @@ class AbortInEveryState(ObjectTestCase):
         """abort → DONE (status 0, 'Aborted') on the wire, then `true`; nothing is left of the response."""
         (rid,) = self.send_lines(c, ("abort", {"request": r}))
         self.assertNextMessages(c, [state_change(r, 5, 0, "Aborted"), result(True, rid)])
-        self.assertEqual(c.call("getState", {"request": r}), {"state": 5, "stateName": "DONE"})
+        self.assertEqual(c.call("getState", {"request": r}), {"state": 5, "stateName": "DONE", "attempt": 1})
         self.assertEqual(c.call("getStatus", {"request": r}), 0)
         self.assertEqual(c.call("getStatusText", {"request": r}), "Aborted")
         self.assertEqual(c.call("getAllResponseHeaders", {"request": r}), "")
@@ -557,7 +557,7 @@ class ReopenMidFlight(ObjectTestCase):
         release.set()
         self.origin.wait_closed(held.connection, 10)
         self.assertNothingPending(c, note="after the old transfer's answer went out")
-        self.assertEqual(c.call("getState", {"request": "re"}), {"state": 1, "stateName": "OPENED"})
+        self.assertEqual(c.call("getState", {"request": "re"}), {"state": 1, "stateName": "OPENED", "attempt": 0})
         self.assertEqual(c.call("getStatus", {"request": "re"}), 0)
         (rid,) = self.send_lines(c, ("send", {"request": "re"}))
         self.assertNextMessages(c, [state_change("re", 2), result(True, rid)] +
@@ -843,7 +843,7 @@ class SyncSend(ObjectTestCase):
         c.send_raw(line(req("send", 100, {"request": "slow"})) + line(req("server.info", 101)) +
                    line(req("getState", 102, {"request": "slow"})))
         got = self.responses_in_order(c, 3)
-        self.assertMessage([result(SERVER_INFO, 101), result({"state": 2, "stateName": "SENT"}, 102),
+        self.assertMessage([result(SERVER_INFO, 101), result({"state": 2, "stateName": "SENT", "attempt": 1}, 102),
                             result({"state": 5, "stateName": "DONE", "status": 200, "statusText": "OK"}, 100)], got)
 
     def test_summary_of_a_failure(self):
@@ -993,7 +993,7 @@ class SendWithFileUploadRoot(ObjectTestCase):
             self.assertIn("error", got, path)
             self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"]), (-32006, "forbidden"), path)
             # Refused before anything started: the request is still OPENED.
-            self.assertEqual(c.call("getState", {"request": "esc"}), {"state": 1, "stateName": "OPENED"}, path)
+            self.assertEqual(c.call("getState", {"request": "esc"}), {"state": 1, "stateName": "OPENED", "attempt": 0}, path)
             c.call("release", {"request": "esc"})
 
     def test_missing_file_is_file_error(self):
@@ -1014,5 +1014,5 @@ class SendWithFileWithoutRoot(ObjectTestCase):
         for path in ("x", "/etc/passwd", os.path.abspath(__file__)):
             got = c.request("sendWithFile", {"request": "noroot", "path": path})
             self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"]), (-32006, "forbidden"), path)
-        self.assertEqual(c.call("getState", {"request": "noroot"}), {"state": 1, "stateName": "OPENED"})
+        self.assertEqual(c.call("getState", {"request": "noroot"}), {"state": 1, "stateName": "OPENED", "attempt": 0})
 

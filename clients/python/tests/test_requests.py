@@ -35,13 +35,16 @@ def _server_args():
     return ("--allow", "127.0.0.1") if "--allow" in help_text else ()
 
 
-def state_change(request, state, status=None, status_text=None):
-    """An onStateChange notification; before HEADERS_RECEIVED status is 0 and text '' (as XHR)."""
+def state_change(request, state, status=None, status_text=None, attempt=None):
+    """An onStateChange notification; before HEADERS_RECEIVED status is 0 and text '' (as XHR).
+    ``attempt`` is the send's attempt: 0 in OPENED, 1 from the first send on unless given."""
     if status is None:
         status, status_text = (0, "") if state < 3 else (200, "OK")
+    if attempt is None:
+        attempt = 0 if state == 1 else 1
     return {"jsonrpc": "2.0", "method": "onStateChange",
             "params": {"request": request, "state": state, "stateName": STATE_NAMES[state],
-                       "status": status, "statusText": status_text}}
+                       "status": status, "statusText": status_text, "attempt": attempt}}
 
 
 class RequestTestCase(ServerTestCase):
@@ -135,7 +138,7 @@ class RequestLifecycle(RequestTestCase):
         body = self.read_body(c, r)
         self.assertEqual(len(body), n)
         self.assertEqual(hashlib.sha256(body).hexdigest(), pattern.pattern_sha256(n, 3))
-        self.assertEqual(c.call("getState", {"request": r}), {"state": 5, "stateName": "DONE"})
+        self.assertEqual(c.call("getState", {"request": r}), {"state": 5, "stateName": "DONE", "attempt": 1})
         self.assertEqual(c.call("getStatus", {"request": r}), 200)
         self.assertEqual(c.call("getStatusText", {"request": r}), "OK")
         self.assertEqual(c.call("getResponseHeader", {"request": r, "header": "content-LENGTH"}), str(n))
@@ -219,7 +222,7 @@ class RequestLifecycle(RequestTestCase):
         c.call("send", {"request": r})
         self.state_changes(c, r, until=3)
         self.assertIs(c.call("abort", {"request": r}), True)
-        self.assertEqual(c.call("getState", {"request": r}), {"state": 5, "stateName": "DONE"})
+        self.assertEqual(c.call("getState", {"request": r}), {"state": 5, "stateName": "DONE", "attempt": 1})
         self.assertEqual(c.call("getStatus", {"request": r}), 0)
         self.assertIs(c.call("abort", {"request": r}), False)
 

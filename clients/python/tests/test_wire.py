@@ -227,7 +227,7 @@ class Smuggling(WireCase):
                                      "forbidden_header naming the header as given" % tried)
         # The request object is still usable: it is OPENED, takes other headers, and its
         # body goes out as one request with its own Content-Length.
-        self.assertEqual(c.call("getState", {"request": "refusals"}), {"state": 1, "stateName": "OPENED"})
+        self.assertEqual(c.call("getState", {"request": "refusals"}), {"state": 1, "stateName": "OPENED", "attempt": 0})
         c.call("setRequestHeader", {"request": "refusals", "header": "X-Probe", "value": "after"})
         mark = self.origin.mark()
         summary, _ = self.send_and_read(c, "refusals", SMUGGLED)
@@ -631,7 +631,7 @@ class InvalidResponseFraming(WireCase):
         c.call("open", {"request": "s", "method": "GET", "url": self.origin.url("/bad/state"), "async": False,
                         "subscribe": False})
         c.call("send", {"request": "s", "timeout": SEND_TIMEOUT}, timeout=CALL_TIMEOUT)
-        self.assertEqual(c.call("getState", {"request": "s"}), {"state": 5, "stateName": "DONE"})
+        self.assertEqual(c.call("getState", {"request": "s"}), {"state": 5, "stateName": "DONE", "attempt": 1})
         self.assertEqual(c.call("getStatus", {"request": "s"}), 0)
         text = c.call("getStatusText", {"request": "s"})
         self.assertTrue(text.startswith(FRAMING_PREFIX), text)
