@@ -39,7 +39,8 @@ check() {  # check NAME EXPECTED COMMAND...: runs COMMAND, wants EXPECTED in its
   echo "example $name: ok"
 }
 check python "object: 200 6 bytes" python3 examples/python/fetch.py "$url"
+check python-socket "intercepted: 200 then 0 Cancelled by interceptor" python3 examples/python/socket_and_intercept.py "$url"
 check node "fetch: 200 OK 6 characters" node examples/node/fetch.js "$url"
 check swift "fetch: 200 OK 6 bytes" "$bin/xhrpc-example" "$url"
 check shell "hello" env PATH="$PWD/$bin:$PATH" examples/shell/session.sh "$url"
-echo "4 passed, 0 failed"
+echo "5 passed, 0 failed"
