@@ -35,7 +35,8 @@ struct WatchCommand: AsyncParsableCommand {
         }
     }
 
-    /// `r1 DONE 200 OK`, `r1 progress 1.0 MiB / 4.0 MiB`, or the method and its params.
+    /// `r1 DONE 200 OK`, `r1 SENT (attempt 2)` for a retry, `r1 progress 1.0 MiB / 4.0 MiB`,
+    /// or the method and its params.
     static func line(_ n: ServerNotification) -> String {
         let p = n.params
         let handle = p["request"]?.stringValue ?? "-"
@@ -44,6 +45,7 @@ struct WatchCommand: AsyncParsableCommand {
             var s = "\(handle) \(p["stateName"]?.stringValue ?? "?")"
             if let status = p["status"]?.int64Value, status != 0 { s += " \(status)" }
             if let text = p["statusText"]?.stringValue, !text.isEmpty { s += " \(text)" }
+            if let attempt = p["attempt"]?.int64Value, attempt > 1 { s += " (attempt \(attempt))" }
             return s
         case "onProgress":
             let got = p["totalBytesReceived"]?.int64Value ?? 0
