@@ -35,10 +35,12 @@ RUN apt-get update \
 COPY --from=build /usr/local/bin/xhrpcd /usr/local/bin/xhrpc /usr/local/bin/
 USER 10001:10001
 VOLUME ["/run/xhrpc", "/var/lib/xhrpc"]
+# /healthz of the operations listener on loopback (--http-listen below; the example
+# service config listens on 0.0.0.0:9090, which loopback reaches too), asked with socat.
 HEALTHCHECK --interval=30s --timeout=3s --retries=3 \
-  CMD ["/bin/sh", "-c", "echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server.info\"}' | socat -t 2 - UNIX-CONNECT:/run/xhrpc/xhrpc.sock | grep -q result"]
+  CMD ["/bin/sh", "-c", "printf 'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n' | socat -t 2 - TCP:127.0.0.1:9090 | head -n 1 | grep -q ' 200 '"]
 ENTRYPOINT ["/usr/local/bin/xhrpcd"]
 # `docker stop` sends SIGKILL 10 s after SIGTERM: the drain ends by 8 s, leaving time to
 # flush replies (up to 1 s) and save the cookies.
 CMD ["--listen", "unix:/run/xhrpc/xhrpc.sock", "--socket-mode", "0660", "--state-dir", "/var/lib/xhrpc", \
-     "--drain-seconds", "8"]
+     "--drain-seconds", "8", "--http-listen", "tcp:127.0.0.1:9090"]

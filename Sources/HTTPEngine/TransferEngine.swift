@@ -53,6 +53,10 @@ public final class TransferEngine {
     /// Transfers started and not yet completed or cancelled; holds the strong reference
     /// libcurl's callbacks rely on.
     var active: [ObjectIdentifier: Transfer] = [:]
+
+    /// Running transfers whose body is paused until their reader makes room (for
+    /// metrics; counted when asked).
+    public var pausedTransferCount: Int { active.values.reduce(0) { $0 + ($1.isPaused ? 1 : 0) } }
     /// Reset easy handles ready for the next transfer.
     var pool: [EasySlot] = []
     static let poolLimit = 64

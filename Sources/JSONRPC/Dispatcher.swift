@@ -24,6 +24,9 @@ public final class Dispatcher {
     /// request, DESIGN §3): its id and its result, or its error object. A response is
     /// never answered, whether or not anyone was waiting for it.
     public var onResponse: ((RPCPeer, JSONValue, RPCResponse) -> Void)?
+    /// Called once for every call when it is answered (a notification too, though
+    /// nothing goes on the wire): with nil for a result, or the error (metrics).
+    public var onAnswer: ((RPCCall, RPCError?) -> Void)?
 
     public init(registry: MethodRegistry) { self.registry = registry }
 
@@ -131,7 +134,8 @@ public final class Dispatcher {
             case .failure(let e): paramError = e
             }
         }
-        let call = RPCCall(method: method, params: params, rawParams: raw, id: id, peer: peer, sink: sink, onError: onError)
+        let call = RPCCall(method: method, params: params, rawParams: raw, id: id, peer: peer, sink: sink, onError: onError,
+                           onAnswer: onAnswer)
         return .success((call, paramError))
     }
 

@@ -38,11 +38,13 @@ public final class RPCCall {
     /// The dispatcher's `onError`, told of the error this call is answered with, whether
     /// the handler threw it or answered later.
     private let onError: ((RPCPeer, RPCError) -> Void)?
+    /// The dispatcher's `onAnswer`, told once when the call is answered.
+    private let onAnswer: ((RPCCall, RPCError?) -> Void)?
     public private(set) var isAnswered = false
     private var isDeferred = false
 
     init(method: String, params: Params, rawParams: JSONValue?, id: JSONValue?, peer: RPCPeer, sink: ReplySink,
-         onError: ((RPCPeer, RPCError) -> Void)?) {
+         onError: ((RPCPeer, RPCError) -> Void)?, onAnswer: ((RPCCall, RPCError?) -> Void)? = nil) {
         self.method = method
         self.params = params
         self.rawParams = rawParams
@@ -50,6 +52,7 @@ public final class RPCCall {
         self.peer = peer
         self.sink = sink
         self.onError = onError
+        self.onAnswer = onAnswer
     }
 
     public var isNotification: Bool { id == nil }
@@ -63,7 +66,7 @@ public final class RPCCall {
     public func fail(_ error: RPCError) {
         guard !isAnswered else { return }
         onError?(peer, error)
-        answer(["jsonrpc": "2.0", "error": error.json, "id": id ?? .null])
+        answer(["jsonrpc": "2.0", "error": error.json, "id": id ?? .null], error: error)
     }
 
     func markDeferred() {
@@ -71,9 +74,10 @@ public final class RPCCall {
         peer.deferredCallStarted()
     }
 
-    private func answer(_ response: JSONValue) {
+    private func answer(_ response: JSONValue, error: RPCError? = nil) {
         guard !isAnswered else { return }
         isAnswered = true
+        onAnswer?(self, error)
         sink.deliver(isNotification ? Optional<JSONValue>.none : response)
         if isDeferred { peer.deferredCallEnded() }
     }

@@ -109,6 +109,9 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .customLong("redact-query"), help: ArgumentHelp("A query parameter whose value is hidden wherever a URL is shown (list, logs, status texts), besides token, access_token, key, api_key, apikey, secret, password, sig and signature (repeatable; config key \"redactQuery\", an array).", valueName: "name"))
     var redactQuery: [String] = []
 
+    @Option(name: .customLong("http-listen"), help: ArgumentHelp("The HTTP operations listener, tcp:HOST:PORT: GET /healthz (200 while the process lives), /readyz (200 when listening and not draining, else 503) and /metrics (Prometheus text). Off by default. On loopback it is open to local processes; another address needs principals with tokens in the config file, and /metrics then asks for an admin's token as Authorization: Bearer (config key \"httpListen\").", valueName: "tcp:host:port"))
+    var httpListen: String?
+
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
 
@@ -122,6 +125,12 @@ struct XHRPCD: ParsableCommand {
             throw ValidationError(error.description)
         }
         if settings.listen.isEmpty { settings.listen = [ListenAddress.defaultUnix] }
+        if let http = httpListen ?? file.string("httpListen") {
+            guard let address = try? ListenAddress.parse(http), case .tcp = address else {
+                throw ValidationError("--http-listen '\(http)': expected tcp:HOST:PORT")
+            }
+            settings.httpListen = address
+        }
         settings.connection.maxMessageBytes = try positive(maxMessageBytes ?? file.int("maxMessageBytes"), "max-message-bytes")
             ?? settings.connection.maxMessageBytes
         // The out-queue must hold the largest reply: a full buffer as base64, and more.
@@ -260,7 +269,7 @@ struct ConfigFile {
                               "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
                               "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "authTimeout",
                               "requestTTL", "detachTTL", "drainSeconds", "redactQuery",
-                              "tlsCert", "tlsKey", "tlsHandshakeTimeout"]
+                              "tlsCert", "tlsKey", "tlsHandshakeTimeout", "httpListen"]
             let file = ConfigFile(values: o)
             try file.rejectUnknownKeys(known, in: "the config file \(path)")
             return file

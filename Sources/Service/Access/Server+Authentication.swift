@@ -49,6 +49,13 @@ extension Server {
         }
     }
 
+    /// Counts a call answered, by method and outcome, for `/metrics`. A name that is not
+    /// a declared method counts as `unknown`, so clients cannot grow the labels.
+    func callAnswered(_ call: RPCCall, _ error: RPCError?) {
+        let method = registry.methods[call.method] == nil ? "unknown" : call.method
+        metrics.callAnswered(method: method, outcome: error?.kind ?? "ok")
+    }
+
     func registerAuthMethods() {
         registry.register("auth", params: ["token"]) { [unowned self] call in
             let token = try call.params.string("token")

@@ -14,6 +14,10 @@ public enum StartupError: Error, CustomStringConvertible {
     case tcpNeedsPrincipals(ListenAddress)
     case tlsNeedsCertificate(ListenAddress)
     case tlsUnusable(ListenAddress, reason: String)
+    // The operations listener (--http-listen).
+    case httpListenNotTCP(ListenAddress)
+    case httpListenNeedsTokens(ListenAddress)
+    case httpCannotListen(ListenAddress, reason: String)
     // Unix socket files.
     case cannotListen(path: String, reason: String)
     case notASocket(path: String)
@@ -39,6 +43,11 @@ public enum StartupError: Error, CustomStringConvertible {
         case .tlsNeedsCertificate(let address):
             "refusing to listen on \(address): TLS needs a certificate and its key (--tls-cert FILE and --tls-key FILE, or the config keys \"tlsCert\" and \"tlsKey\")"
         case .tlsUnusable(let address, let reason): "cannot listen on \(address): \(reason)"
+        case .httpListenNotTCP(let address):
+            "refusing --http-listen \(address): the operations listener is HTTP on tcp:HOST:PORT"
+        case .httpListenNeedsTokens(let address):
+            "refusing --http-listen \(address): on a non-loopback address the operations listener needs principals with tokens (the config file's \"principals\"), and /metrics then asks for an admin's token; or listen on loopback"
+        case .httpCannotListen(let address, let reason): "cannot listen on --http-listen \(address): \(reason)"
         case .cannotListen(let path, let reason): "cannot listen on unix:\(path): \(reason)"
         case .notASocket(let path): "unix:\(path) exists and is not a socket; remove it or choose another path"
         case .socketInUse(let path): "another server is listening on unix:\(path); stop it or choose another path"

@@ -15,6 +15,16 @@ struct AccessLogEntry: Equatable {
     var bytesOut: Int
     var durationMs: Int
     var attempts: Int
+    /// For a request, the reason word of a failure with no response (`FailureReason`,
+    /// or `aborted`, `cancelled`, `refused`); nil for a socket.
+    var failure: String?
+    /// What `requests_total` counts it under: the status class, or the failure's word;
+    /// nil for a socket, which is not a request.
+    var outcome: String? {
+        guard event == "request finished" else { return nil }
+        if status > 0 { return "\(min(max(status / 100, 1), 5))xx" }
+        return failure ?? "io"
+    }
     /// The line's message: what finished.
     var event = "request finished"
 }

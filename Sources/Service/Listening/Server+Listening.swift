@@ -17,6 +17,9 @@ extension Server {
         // nothing behind and no client ever reaches a server that is about to exit.
         let tls = try makeTLSContext()
         for address in config.listen { try checkTCPAllowed(address) }
+        try checkOperationsListenAllowed()
+        // First, so that /readyz answers 503 until the JSON-RPC listeners are open.
+        operationsAddress = try startOperationsListener()
         for address in config.listen {
             let listener: Listener
             let actual: ListenAddress
@@ -106,6 +109,7 @@ extension Server {
         conn.onClose = { [unowned self] c in connectionClosed(c) }
         connections[id] = conn
         totalConnections += 1
+        metrics.connectionOpened(id: id, transport: stream is TLSStream ? "tls" : stream.isTCP ? "tcp" : "unix")
         do {
             try conn.start()
             logger.debug("connection \(id) from \(conn.peerDescription)")

@@ -65,14 +65,14 @@ extension HTTPRequest {
         case .result(.bool(true)):
             launch(request)
         case .result(.bool(false)):
-            finish(failure: "Cancelled by interceptor")
+            finish(failure: "Cancelled by interceptor", reason: "cancelled")
         case .result(.object(let replacement)):
             do {
                 let replaced = try apply(replacement, to: request)
                 planned = replaced
                 launch(replaced)
             } catch {
-                finish(failure: "Replacement refused by the server: \(error.explanation)")
+                finish(failure: "Replacement refused by the server: \(error.explanation)", reason: "refused")
             }
         case .result(let other):
             env.log("willSendRequest for \(handle): the answer \(String(decoding: JSON.encode(other), as: UTF8.self).prefix(80)) is not true, false or an object; sending it unchanged")
@@ -85,7 +85,8 @@ extension HTTPRequest {
         do {
             try startTransfer(request)
         } catch {
-            finish(failure: "Cannot send: \((error as? TransferFailure)?.text ?? String(describing: error))")
+            finish(failure: "Cannot send: \((error as? TransferFailure)?.text ?? String(describing: error))",
+                   reason: (error as? TransferFailure).map(FailureReason.word) ?? "refused")
         }
     }
 
@@ -150,7 +151,7 @@ extension HTTPRequest {
         let asked = interceptor(for: .shouldContinueAfterFailWithError)
         if attempt >= Self.maxInterceptedAttempts, asked != nil {
             env.log("\(handle): \(attempt) attempts, the most an interceptor may ask for; failing")
-            return finish(failure: failure.text)
+            return finish(failure: failure.text, reason: reason)
         }
         if let i = asked, let session = i.session, let request {
             let params: JSONValue = [
@@ -168,7 +169,7 @@ extension HTTPRequest {
             return backOff(policy, retryAfter: nil)
         }
         tell(.didFailWithError, ["request": .string(handle), "error": ["reason": .string(reason), "message": .string(failure.text)]])
-        finish(failure: failure.text)
+        finish(failure: failure.text, reason: FailureReason.word(failure))
     }
 
     private func answeredShouldContinue(_ answer: ServerQuestions.Answer, _ failure: TransferFailure) {
@@ -182,13 +183,13 @@ extension HTTPRequest {
                 planned = try apply(replacement, to: request)
                 retry()
             } catch {
-                finish(failure: "Replacement refused by the server: \(error.explanation)")
+                finish(failure: "Replacement refused by the server: \(error.explanation)", reason: "refused")
             }
         case .none(let why):
             env.log("shouldContinueAfterFailWithError for \(handle): \(why); not retrying")
-            finish(failure: failure.text)
+            finish(failure: failure.text, reason: FailureReason.word(failure))
         default:
-            finish(failure: failure.text)
+            finish(failure: failure.text, reason: FailureReason.word(failure))
         }
     }
 
@@ -265,9 +266,11 @@ extension HTTPRequest {
                                "dataBase64": .string(Data(data).base64EncodedString())])
     }
 
-    /// Ends the send without a response: DONE, status 0, `text`.
-    func finish(failure text: String) {
+    /// Ends the send without a response: DONE, status 0, `text`; `reason` is the word
+    /// the access log's entry (and so `/metrics`) gives it.
+    func finish(failure text: String, reason: String) {
         between = nil
+        failureReason = reason
         perform(machine.failed(text))
     }
 

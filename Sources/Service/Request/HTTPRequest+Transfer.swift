@@ -169,9 +169,13 @@ extension HTTPRequest {
 
     /// The access log's line for the exchange that just ended.
     private func accessLogEntry(since started: Double) -> AccessLogEntry {
-        AccessLogEntry(principal: principal.name, method: method, url: displayURL, status: status,
-                       reason: status == 0 ? statusText : nil, bytesIn: receivedBytes, bytesOut: sentBytes,
-                       durationMs: Int(((env.clock.now() - started) * 1000).rounded()), attempts: max(attempt, 1))
+        // A DONE with status 0 that no failure explained is an abort (`abort`, a stop).
+        let failure = status == 0 ? failureReason ?? "aborted" : nil
+        failureReason = nil
+        return AccessLogEntry(principal: principal.name, method: method, url: displayURL, status: status,
+                              reason: status == 0 ? statusText : nil, bytesIn: receivedBytes, bytesOut: sentBytes,
+                              durationMs: Int(((env.clock.now() - started) * 1000).rounded()), attempts: max(attempt, 1),
+                              failure: failure)
     }
 
     /// A transfer stopped for good; if it used the jar, it may have stored cookies.

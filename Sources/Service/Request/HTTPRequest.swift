@@ -99,6 +99,9 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     /// clearing resets the progress figures), and when its send began: for the access log.
     var sentBytes = 0
     var sentAt: Double?
+    /// The reason word of the failure that ended the current send with no response
+    /// (`finish(failure:reason:)`), for its access-log entry and `/metrics`.
+    var failureReason: String?
     var pendingHead: ResponseHead?
     var syncCall: RPCCall?
     var onDone: (() -> Void)?

@@ -141,6 +141,7 @@ extension Server {
         hub.close()
         questions.close()
         coalescer.close()
+        stopOperationsListener()
         engine.shutdown { [self] in
             let done = shutdownDone
             shutdownDone = nil

@@ -60,6 +60,16 @@ public final class Server {
     var drainCheckScheduled = false
     var closeDeadline: EventLoop.Timer?
 
+    /// What `GET /metrics` shows (`Operations/ServerMetrics.swift`).
+    let metrics = ServerMetrics()
+    /// The operations listener (`--http-listen`), its clients, and the timer that
+    /// measures the loop's lag while it runs (`Server+Operations.swift`).
+    var operationsListener: Listener?
+    var operationsConnections: [UInt64: OperationsConnection] = [:]
+    var loopLagTimer: EventLoop.Timer?
+    /// The operations listener's address as bound (a port 0 becomes the chosen one).
+    public internal(set) var operationsAddress: ListenAddress?
+
     public init(config: ServerConfig, loop: Loop, logger: Logger) throws {
         self.config = config
         self.loop = loop
@@ -82,6 +92,7 @@ public final class Server {
         sweepTimer = try EventLoop.Timer(loop: loop)
         dispatcher.gate = { [unowned self] call in try admit(call) }
         dispatcher.onError = { [unowned self] peer, error in count(error, from: peer) }
+        dispatcher.onAnswer = { [unowned self] call, error in callAnswered(call, error) }
         dispatcher.onResponse = { [unowned self] peer, id, response in questions.answered(by: peer, id: id, response) }
         registerMethods()
     }
@@ -108,6 +119,7 @@ public final class Server {
     /// A connection ended: its requests are aborted and released, its subscriptions end.
     func connectionClosed(_ c: RPCConnection) {
         connections[c.id] = nil
+        metrics.connectionClosed(id: c.id)
         let context = c.context
         c.context = nil
         if let pending = context as? PendingAuthentication { endPending(pending, of: c) }
@@ -176,10 +188,14 @@ extension Server: ObjectEnvironment {
     func log(_ message: String) { logger.notice("\(message)") }
 
     /// The access log: one line per finished request at info level, under the label
-    /// `xhrpc.access`, with its figures as metadata (JSON keys with `--log-format json`).
+    /// `xhrpc.access`, with its figures as metadata (JSON keys with `--log-format json`);
+    /// and the request metrics (a socket's close is logged, not counted as a request).
     func finished(_ entry: @autoclosure () -> AccessLogEntry) {
-        guard accessLog.logLevel <= .info else { return }
         let e = entry()
+        if let outcome = e.outcome {
+            metrics.requestFinished(outcome: outcome, bytesIn: e.bytesIn, bytesOut: e.bytesOut, durationMs: e.durationMs)
+        }
+        guard accessLog.logLevel <= .info else { return }
         var meta: Logger.Metadata = [
             "principal": .string(e.principal), "method": .string(e.method), "url": .string(e.url),
             "status": .stringConvertible(e.status), "bytesIn": .stringConvertible(e.bytesIn),

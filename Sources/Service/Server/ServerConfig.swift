@@ -57,6 +57,12 @@ public struct ServerConfig: Sendable {
     /// Seconds a stop signal lets transfers in flight finish and clients read them
     /// before the rest is aborted (`--drain-seconds`).
     public var drainSeconds: Double = 10
+    /// The HTTP operations listener (`--http-listen tcp:HOST:PORT`): `/healthz`,
+    /// `/readyz`, `/metrics`; nil: none.
+    public var httpListen: ListenAddress?
+    /// Milliseconds a client of the operations listener has from connecting to closing:
+    /// to send its request head and read the answer.
+    public var httpTimeoutMs: UInt64 = 5000
     /// The time the two TTLs are measured with; tests replace it.
     public var clock = ServerClock.monotonic
     /// Engine settings. The egress policy is always set here, so a server never runs

@@ -5,7 +5,7 @@ the service's example config.
 Every xhrpcd command line in them (and the Dockerfile's, whose ENTRYPOINT, HEALTHCHECK
 and volumes Compose uses) is read from the files: its flags must be the server's; the
 drain it gets must end, with the time the server takes after it, before the deployment
-sends SIGKILL; the probes must ask the socket it listens on, in a directory that is a
+sends SIGKILL; the probes must ask its operations listener (--http-listen); its socket must be in a directory that is a
 volume; the secrets must be mounted where the config file reads them; the TLS port
 must be the same in the config, the Deployment, the Service, the NetworkPolicy and the
 compose file. Then each command runs for real, on a copy of the example config whose
@@ -19,6 +19,7 @@ compose file against their schemas.
 """
 
 import hashlib
+import http.client
 import json
 import os
 import re
@@ -203,6 +204,7 @@ class Settings:
         self.state_dir = self._setting("--state-dir", "stateDir")
         self.tls_cert = self._setting("--tls-cert", "tlsCert")
         self.tls_key = self._setting("--tls-key", "tlsKey")
+        self.http_listen = self._setting("--http-listen", "httpListen")
 
     def _setting(self, flag, key):
         """A flag wins over the file's key (one value each)."""
@@ -217,6 +219,13 @@ class Settings:
         return path
 
     @property
+    def http_port(self):
+        """The operations listener's port (--http-listen, config key httpListen)."""
+        if self.http_listen is None:
+            raise AssertionError("no --http-listen or httpListen in %s" % self.argv)
+        return int(self.http_listen.rsplit(":", 1)[1])
+
+    @property
     def tls_port(self):
         (port,) = [int(a.rsplit(":", 1)[1]) for a in self.listen if a.startswith("tls:")]
         return port
@@ -228,11 +237,28 @@ class Settings:
 
 
 def unix_connect_path(command):
-    """The socket a probe command (argv) connects to with socat's UNIX-CONNECT."""
+    """The socket a command (argv) connects to with socat's UNIX-CONNECT."""
     found = re.findall(r"UNIX-CONNECT:(\S+)", " ".join(command))
     if len(found) != 1:
-        raise AssertionError("expected one UNIX-CONNECT: in the probe %s" % command)
+        raise AssertionError("expected one UNIX-CONNECT: in %s" % command)
     return found[0]
+
+
+def probe_target(probe):
+    """(port, path) that a probe asks: a Kubernetes httpGet ({path, port}, the port by
+    the container's port name), or a command that sends GET PATH with socat to
+    TCP:127.0.0.1:PORT."""
+    if isinstance(probe, dict):
+        port = probe["port"]
+        if isinstance(port, str):
+            (port,) = [p["containerPort"] for p in deployment_container()["ports"] if p["name"] == port]
+        return port, probe["path"]
+    text = " ".join(probe)
+    ports = re.findall(r"TCP:127\.0\.0\.1:(\d+)", text)
+    paths = re.findall(r"GET (/\S*) HTTP/1\.1", text)
+    if len(ports) != 1 or len(paths) != 1:
+        raise AssertionError("expected GET PATH to one TCP:127.0.0.1:PORT in the probe %s" % probe)
+    return int(ports[0]), paths[0]
 
 
 def compose_service(name=COMPOSE_SERVICE):
@@ -293,7 +319,7 @@ def kubernetes_deployment():
             dirs.add(mount["mountPath"])
     if "command" in container:
         raise AssertionError("the Deployment's container must use the image's ENTRYPOINT (xhrpcd)")
-    probes = [container[p]["exec"]["command"] for p in ("livenessProbe", "readinessProbe")]
+    probes = [container[p]["httpGet"] for p in ("livenessProbe", "readinessProbe")]
     return Deployment("kubernetes", container.get("args", dockerfile_exec_form("CMD")),
                       pod["terminationGracePeriodSeconds"], probes, dirs, secrets)
 
@@ -353,12 +379,17 @@ class Files(unittest.TestCase):
         image = Settings(dockerfile_exec_form("CMD"))  # `docker run` of the image alone
         self.assertLessEqual(image.drain + AFTER_DRAIN_SECONDS, DOCKER_STOP_SECONDS)
 
-    def test_probes_ask_the_socket_the_server_listens_on(self):
+    def test_probes_ask_the_operations_listener(self):
         for d in deployments() + [Deployment("image", dockerfile_exec_form("CMD"), 0,
                                              [dockerfile_exec_form("HEALTHCHECK")], set(), set())]:
             with self.subTest(d.name):
                 for probe in d.probes:
-                    self.assertEqual(unix_connect_path(probe), d.settings.socket_path)
+                    port, path = probe_target(probe)
+                    self.assertEqual(port, d.settings.http_port)
+                    self.assertIn(path, ("/healthz", "/readyz"))
+        container = deployment_container()
+        self.assertEqual(container["livenessProbe"]["httpGet"]["path"], "/healthz")
+        self.assertEqual(container["readinessProbe"]["httpGet"]["path"], "/readyz")
         shell = compose_service("shell")
         self.assertEqual(unix_connect_path(shell["entrypoint"]), compose_deployment().settings.socket_path)
         # The shell reaches the server's socket through the same volume.
@@ -384,13 +415,17 @@ class Files(unittest.TestCase):
             self.assertEqual(d.settings.tls_port, port, d.name)
         published = [str(p).split("/")[0].rsplit(":", 1)[-1] for p in compose_service()["ports"]]
         self.assertEqual(published, [str(port)])
-        (container_port,) = deployment_container()["ports"]
+        container_port, ops_port = deployment_container()["ports"]
         self.assertEqual(container_port["containerPort"], port)
         (service_port,) = kubernetes("Service")["spec"]["ports"]
         target = service_port["targetPort"]
         self.assertEqual(container_port["containerPort"] if target == container_port.get("name") else target, port)
-        (rule,) = kubernetes("NetworkPolicy")["spec"]["ingress"]
+        rule, ops_rule = kubernetes("NetworkPolicy")["spec"]["ingress"]
         self.assertEqual([p["port"] for p in rule["ports"]], [port])
+        # The operations listener's port: declared on the container, admitted by the policy.
+        http_port = kubernetes_deployment().settings.http_port
+        self.assertEqual(ops_port["containerPort"], http_port)
+        self.assertEqual([p["port"] for p in ops_rule["ports"]], [http_port])
 
     def test_selectors_match_the_pods(self):
         labels = kubernetes("Deployment")["spec"]["template"]["metadata"]["labels"]
@@ -474,6 +509,9 @@ class Commands(unittest.TestCase):
             p["tokenSha256"] = hashlib.sha256(tokens[p["name"]].encode()).hexdigest()
         config["listen"] = ["tls:127.0.0.1:%d" % port if a.startswith("tls:") else "unix:" + local(a[5:])
                             for a in config["listen"]]
+        http_port = free_tcp_port()
+        if "httpListen" in config:
+            config["httpListen"] = "tcp:127.0.0.1:%d" % http_port
         for key in ("tlsCert", "tlsKey", "stateDir"):
             config[key] = local(config[key])
         for directory in deployment.volumes:
@@ -491,6 +529,7 @@ class Commands(unittest.TestCase):
             else:
                 self.fail("%s provides %s, which the server does not read" % (deployment.name, path))
         argv = [local(a) if a.startswith("/") else a for a in deployment.argv]
+        argv = ["tcp:127.0.0.1:%d" % http_port if a.startswith("tcp:") else a for a in argv]
 
         server = XhrpcServer()
         server.dir, server.socket_path, server.tls_port = d, local(s.socket_path), port
@@ -504,7 +543,15 @@ class Commands(unittest.TestCase):
                     self.assertEqual(c.call("auth", {"token": token}), {"principal": name, "admin": name in ADMINS})
                     self.assertEqual(c.call("server.info")["name"], "xhrpcd")
             for probe in deployment.probes:
-                command = [w.replace(s.socket_path, server.socket_path) for w in probe]
+                _, path = probe_target(probe)
+                if isinstance(probe, dict):  # the kubelet's GET
+                    conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=COMMAND_TIMEOUT)
+                    conn.request("GET", path)
+                    status = conn.getresponse().status
+                    conn.close()
+                    self.assertEqual(status, 200, "probe GET %s" % path)
+                    continue
+                command = [re.sub(r"TCP:127\.0\.0\.1:\d+", "TCP:127.0.0.1:%d" % http_port, w) for w in probe]
                 p = subprocess.run(command, capture_output=True, timeout=COMMAND_TIMEOUT)
                 self.assertEqual(p.returncode, 0, "probe %s: %s" % (command, p.stderr))
         finally:

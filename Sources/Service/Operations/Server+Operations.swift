@@ -1,0 +1,145 @@
+import EventLoop
+import Foundation
+import JSONRPC
+
+/// The HTTP operations listener (`--http-listen tcp:HOST:PORT`): `GET /healthz`,
+/// `GET /readyz` and `GET /metrics` for probes and Prometheus, on its own port, beside
+/// the JSON-RPC listeners. It carries no RPC and acts for no principal.
+///
+/// Who may reach it follows the TCP rule (`checkTCPAllowed`): without principals that
+/// hold tokens it may listen on loopback only, where every local process may read the
+/// metrics; with them it may listen anywhere, and `/metrics` then asks for
+/// `Authorization: Bearer TOKEN` of an admin principal (the figures are server-wide,
+/// like an admin's `server.stats`). The probes stay open: they say only up or not.
+///
+/// It opens before the JSON-RPC listeners, so `/readyz` says 503 until they listen, and
+/// it keeps serving through a drain (`/healthz` 200, `/readyz` 503) until the stop
+/// finishes.
+extension Server {
+    /// How late the loop-lag timer may fire is measured every this many milliseconds.
+    static let loopLagIntervalMs: UInt64 = 250
+
+    /// Refuses an `--http-listen` address that the rule above does not allow.
+    func checkOperationsListenAllowed() throws {
+        guard let address = config.httpListen else { return }
+        guard case .tcp(let host, _) = address else { throw StartupError.httpListenNotTCP(address) }
+        guard principalTable.tokens.isEmpty, !ListenAddress.isLoopback(host) else { return }
+        throw StartupError.httpListenNeedsTokens(address)
+    }
+
+    /// Opens the operations listener, if one is configured, and starts measuring the
+    /// loop's lag. Returns its address as bound.
+    func startOperationsListener() throws -> ListenAddress? {
+        guard case .tcp(let host, let port) = config.httpListen else { return nil }
+        let listener: Listener
+        do {
+            listener = try Listener.tcp(loop: loop, host: host, port: port)
+            try listener.listen { [unowned self] result in operationsAccepted(result) }
+        } catch let e as UVError {
+            throw StartupError.httpCannotListen(config.httpListen!, reason: "\(e.message) (\(e.name))")
+        }
+        operationsListener = listener
+        let actual = ListenAddress.tcp(host: host, port: listener.boundPort ?? port)
+        logger.info("operations listener (healthz, readyz, metrics) on http \(actual)")
+        startLoopLagTimer()
+        return actual
+    }
+
+    private func operationsAccepted(_ result: Result<EventLoop.Stream, UVError>) {
+        guard case .success(let stream) = result else { return }
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let c = OperationsConnection(id: id, stream: stream, loop: loop, timeoutMs: config.httpTimeoutMs)
+        operationsConnections[id] = c
+        c.onClose = { [unowned self] c in operationsConnections[c.id] = nil }
+        c.start { [unowned self] head in respond(to: head) }
+    }
+
+    /// Whether the server takes new work: its JSON-RPC listeners are open and no stop
+    /// has begun.
+    var isReady: Bool { !listeners.isEmpty && shutdownMachine.phase == .serving }
+
+    /// The answer to one request of the operations listener.
+    func respond(to head: HTTPRequestHead) -> OperationsConnection.Response {
+        let text = { (s: String) in Array(s.utf8) }
+        let path = head.path
+        guard path == "/healthz" || path == "/readyz" || path == "/metrics" else {
+            return .init(status: 404, body: text("not found: this listener serves /healthz, /readyz and /metrics\n"))
+        }
+        guard head.method == "GET" || head.method == "HEAD" else {
+            return .init(status: 405, body: text("only GET and HEAD\n"), extraHeaders: [("Allow", "GET, HEAD")])
+        }
+        switch path {
+        case "/healthz":
+            return .init(status: 200, body: text("ok\n"))
+        case "/readyz":
+            return isReady ? .init(status: 200, body: text("ready\n"))
+                : .init(status: 503, body: text(shutdownMachine.phase == .serving ? "not listening yet\n" : "draining\n"))
+        default:
+            if let refusal = checkMetricsAuthorization(head) { return refusal }
+            return .init(status: 200, body: metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        }
+    }
+
+    /// With principals holding tokens, `/metrics` needs an admin's token as a bearer
+    /// token: 401 without one or with a wrong one, 403 for another principal's.
+    private func checkMetricsAuthorization(_ head: HTTPRequestHead) -> OperationsConnection.Response? {
+        guard !principalTable.tokens.isEmpty else { return nil }
+        let challenge = [("WWW-Authenticate", "Bearer realm=\"xhrpc\"")]
+        guard let value = head.header("authorization"), value.lowercased().hasPrefix("bearer ") else {
+            return .init(status: 401, body: Array("an admin principal's token is needed: Authorization: Bearer TOKEN\n".utf8),
+                         extraHeaders: challenge)
+        }
+        let digest = TokenDigest.sha256(String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+        // Every digest is compared, so the time taken does not say which one matched.
+        var match: Principal?
+        for entry in principalTable.tokens where TokenDigest.equal(entry.digest, digest) { match = entry.principal }
+        guard let p = match else {
+            authFailures += 1
+            return .init(status: 401, body: Array("wrong token\n".utf8), extraHeaders: challenge)
+        }
+        guard p.isAdmin else { return .init(status: 403, body: Array("principal '\(p.name)' is not an admin\n".utf8)) }
+        return nil
+    }
+
+    /// The metrics in the Prometheus text format, with the gauges read from the tables
+    /// that hold them now.
+    func metricsText() -> [UInt8] {
+        var inFlight = 0
+        var socketsOpen = 0
+        for p in principals.values {
+            inFlight += p.transfersInFlight
+            for o in p.objects.values {
+                if let s = o as? RawSocket, s.state == .open { socketsOpen += 1 }
+            }
+        }
+        metrics.requestsInFlight.record(inFlight)
+        metrics.socketsOpen.record(socketsOpen)
+        metrics.transfersPaused.record(engine.pausedTransferCount)
+        return metrics.render()
+    }
+
+    /// A repeating timer that records how much later than asked each tick runs: the
+    /// time the loop spent in callbacks that kept it from coming back.
+    private func startLoopLagTimer() {
+        guard let timer = try? EventLoop.Timer(loop: loop) else { return }
+        let interval = Self.loopLagIntervalMs
+        var expected = DispatchTime.now().uptimeNanoseconds + interval * 1_000_000
+        timer.start(timeout: interval, repeat: interval) { [unowned self] in
+            let now = DispatchTime.now().uptimeNanoseconds
+            metrics.loopWasLate(nanoseconds: now > expected ? Int64(now - expected) : 0)
+            expected = now + interval * 1_000_000
+        }
+        loopLagTimer = timer
+    }
+
+    /// Closes the operations listener, its clients and the lag timer: the last step of
+    /// a stop, so the probes answer through the drain.
+    func stopOperationsListener() {
+        operationsListener?.close()
+        operationsListener = nil
+        loopLagTimer?.close()
+        loopLagTimer = nil
+        for c in Array(operationsConnections.values) { c.close() }
+    }
+}
