@@ -289,32 +289,9 @@ class Silent:
         self.sock.close()
 
 
-def closed_port(host="127.0.0.1"):
-    """A port nothing listens on: bound a moment ago, then closed."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def tls_context(cert, key):
     """A server-side TLS context presenting ``cert`` (TLS 1.2 or later)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(cert, key)
     return ctx
-
-
-def wait_until(predicate, timeout, what, pause=0.005):
-    """Call ``predicate`` until it is true (returned), with a pause growing to 0.1 s;
-    ``AssertionError`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError("%s: not within %.3g s" % (what, timeout))
-        time.sleep(min(pause, left))
-        pause = min(pause * 2, 0.1)

@@ -38,7 +38,7 @@ from test_request_object import note, poll_until, proc_kib
 from xhrpc import AsyncClient, RPCError, Socket, SocketError
 
 import certs  # Tests/Fixtures, on sys.path once support is imported  # noqa: E402
-from socket_peers import (Peer, Silent, closed_port, echo, hold_then_read, read_to_eof,  # noqa: E402
+from socket_peers import (Peer, Silent, echo, hold_then_read, read_to_eof,  # noqa: E402
                           say_then_close, send_then_close, tls_context)
 
 MIB = 1 << 20
@@ -397,7 +397,7 @@ class Echo(SocketCase):
 
     def test_refused(self):
         c = self.connect()
-        port = closed_port()
+        port = free_tcp_port()
         h = self.create_connect(c, "127.0.0.1", port)
         self.assertFailed(c, h, "refused")
         self.assertEqual(c.call("socket.read", {"socket": h}),
@@ -427,7 +427,7 @@ class Echo(SocketCase):
 
     def test_async_helpers(self):
         peer = self.peer(echo)
-        refused = closed_port()
+        refused = free_tcp_port()
 
         async def main():
             async with await AsyncClient.connect_unix(self.server.socket_path) as c:
