@@ -21,7 +21,6 @@ import select
 import socket
 import ssl
 import threading
-import time
 
 import pattern
 
