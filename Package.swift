@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers (docs/ARCHITECTURE.md): C libraries → CShims → EventLoop / JSON → SecureStream (TLS on
-// an EventLoop stream) → JSONRPC → HTTPEngine → Service → xhrpcd; and the client side,
+// an EventLoop stream) → WebSocket (on either) → JSONRPC → HTTPEngine → Service → xhrpcd; and the client side,
 // EventLoop / SecureStream / JSON → XHRPCClient → xhrpc. Each target imports only the
 // layers beneath it.
 
@@ -41,9 +41,14 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CYajl", pkgConfig: "yajl", providers: [.apt(["libyajl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // Debian's libwslay-dev ships no pkg-config file: the header is on the default path.
+        .systemLibrary(name: "CWslay", providers: [.apt(["libwslay-dev"])]),
         .target(name: "CShims", dependencies: ["CCurl", "CYajl"]),
         .target(name: "EventLoop", dependencies: ["CUV"], swiftSettings: fuzzInstrumented),
         .target(name: "SecureStream", dependencies: ["EventLoop", "CUV", "COpenSSL"], swiftSettings: fuzzInstrumented),
+        // WebSocket (RFC 6455) on an EventLoop stream or a TLS stream: the upgrade, and
+        // wslay's framing driven from the loop; the ws: and wss: listeners' transport.
+        .target(name: "WebSocket", dependencies: ["EventLoop", "SecureStream", "CWslay"], swiftSettings: fuzzInstrumented),
         .target(name: "JSON", dependencies: ["CYajl", "CShims"], swiftSettings: fuzzInstrumented),
         .target(name: "JSONRPC", dependencies: [
             "EventLoop", "JSON", .product(name: "Logging", package: "swift-log"),
@@ -54,7 +59,8 @@ let package = Package(
         // SplitMix64, for the fuzz harness and the randomised tests alike.
         .target(name: "SeededRandom"),
         .target(name: "Service", dependencies: [
-            "EventLoop", "SecureStream", "JSON", "JSONRPC", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
+            "EventLoop", "SecureStream", "WebSocket", "JSON", "JSONRPC", "HTTPEngine",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ], swiftSettings: fuzzInstrumented, plugins: ["EmbedOpenRPC"]),
@@ -87,10 +93,11 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON", "SeededRandom"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"]),
         .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop", "TestSupport"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "JSON", "EventLoop"]),
         .testTarget(name: "HTTPEngineTests", dependencies: ["HTTPEngine", "EventLoop", "TestSupport", "SeededRandom"]),
         .testTarget(name: "ServiceTests", dependencies: [
-            "Service", "JSONRPC", "JSON", "EventLoop", "HTTPEngine", "TestSupport", "XHRPCClient",
+            "Service", "WebSocket", "JSONRPC", "JSON", "EventLoop", "HTTPEngine", "TestSupport", "XHRPCClient",
         ]),
     ]
 )

@@ -19,3 +19,15 @@ public enum Digest {
         return a.withUnsafeBytes { x in b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 } }
     }
 }
+
+extension Digest {
+    /// The SHA-1 of `bytes` (20 bytes). Only for RFC 6455's `Sec-WebSocket-Accept`, which
+    /// is defined with it; it protects nothing secret.
+    public static func sha1(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
+        bytes.withUnsafeBufferPointer { b in
+            digest.withUnsafeMutableBufferPointer { d in _ = SHA1(b.baseAddress, b.count, d.baseAddress) }
+        }
+        return digest
+    }
+}

@@ -21,11 +21,14 @@ struct XHRPCD: ParsableCommand {
         version: Server.version)
 
     @Option(name: .long, help: ArgumentHelp(
-        "Where to listen: unix:PATH, tcp:HOST:PORT, or tls:HOST:PORT for TCP with TLS (needs --tls-cert and --tls-key) (repeatable; config key \"listen\", an array). Default: unix:$XDG_RUNTIME_DIR/xhrpc.sock, else unix:/tmp/xhrpc-<uid>.sock. TCP and TLS need principals with tokens in the config file (clients then call auth first), or, on loopback only, --insecure-tcp.",
+        "Where to listen: unix:PATH, tcp:HOST:PORT, tls:HOST:PORT for TCP with TLS (needs --tls-cert and --tls-key), ws:HOST:PORT for WebSocket (one JSON-RPC message per text frame), or wss:HOST:PORT for WebSocket over TLS (repeatable; config key \"listen\", an array). Default: unix:$XDG_RUNTIME_DIR/xhrpc.sock, else unix:/tmp/xhrpc-<uid>.sock. TCP, TLS, ws and wss need principals with tokens in the config file (clients then call auth first), or, on loopback only, --insecure-tcp.",
         valueName: "address"))
     var listen: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("The certificate chain (PEM, leaf first) that tls: listeners present to clients (config key \"tlsCert\").", valueName: "file"))
+    @Option(name: .customLong("ws-origin"), help: ArgumentHelp("An origin (scheme://host[:port]) whose web pages may connect to the ws: and wss: listeners (repeatable; config key \"wsOrigins\", an array). By default an upgrade that carries an Origin header (every browser's does) is refused with 403; one without Origin (a program) is accepted.", valueName: "origin"))
+    var wsOrigin: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("The certificate chain (PEM, leaf first) that tls: and wss: listeners present to clients (config key \"tlsCert\").", valueName: "file"))
     var tlsCert: String?
 
     @Option(name: .long, help: ArgumentHelp("The private key (PEM, unencrypted) of --tls-cert (config key \"tlsKey\").", valueName: "file"))
@@ -178,6 +181,7 @@ struct XHRPCD: ParsableCommand {
                 throw ValidationError("--egress-proxy: \(error.description)")
             }
         }
+        settings.wsOrigins = wsOrigin.isEmpty ? try file.strings("wsOrigins") : wsOrigin
         settings.tlsCertificateFile = tlsCert ?? file.string("tlsCert")
         settings.tlsKeyFile = tlsKey ?? file.string("tlsKey")
         if (settings.tlsCertificateFile == nil) != (settings.tlsKeyFile == nil) {
@@ -269,7 +273,7 @@ struct ConfigFile {
                               "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
                               "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "authTimeout",
                               "requestTTL", "detachTTL", "drainSeconds", "redactQuery",
-                              "tlsCert", "tlsKey", "tlsHandshakeTimeout", "httpListen"]
+                              "tlsCert", "tlsKey", "tlsHandshakeTimeout", "httpListen", "wsOrigins"]
             let file = ConfigFile(values: o)
             try file.rejectUnknownKeys(known, in: "the config file \(path)")
             return file

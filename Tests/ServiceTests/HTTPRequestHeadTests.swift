@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Service
+import WebSocket
 
 /// The operations listener's request-head parser: complete heads in pieces split at
 /// every byte, the 8 KiB bound, and what is not HTTP/1.x.

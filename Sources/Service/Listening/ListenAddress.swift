@@ -2,12 +2,16 @@ import Foundation
 import HTTPEngine
 import JSONRPC
 
-/// Where the server listens: `unix:PATH`, `tcp:HOST:PORT`, or `tls:HOST:PORT` (TCP with
-/// TLS, which needs a certificate and key); an IPv6 host in brackets.
+/// Where the server listens: `unix:PATH`, `tcp:HOST:PORT`, `tls:HOST:PORT` (TCP with
+/// TLS, which needs a certificate and key), `ws:HOST:PORT` (WebSocket, one JSON-RPC
+/// message per text frame) or `wss:HOST:PORT` (WebSocket over TLS); an IPv6 host in
+/// brackets.
 public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
     case unix(path: String)
     case tcp(host: String, port: Int)
     case tls(host: String, port: Int)
+    case ws(host: String, port: Int)
+    case wss(host: String, port: Int)
 
     public struct ParseError: Error, CustomStringConvertible {
         public let description: String
@@ -27,7 +31,15 @@ public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
             let (host, port) = try hostAndPort(text, scheme: "tls")
             return .tls(host: host, port: port)
         }
-        throw ParseError(description: "'\(text)': a listen address is unix:PATH, tcp:HOST:PORT or tls:HOST:PORT")
+        if text.hasPrefix("ws:") {
+            let (host, port) = try hostAndPort(text, scheme: "ws")
+            return .ws(host: host, port: port)
+        }
+        if text.hasPrefix("wss:") {
+            let (host, port) = try hostAndPort(text, scheme: "wss")
+            return .wss(host: host, port: port)
+        }
+        throw ParseError(description: "'\(text)': a listen address is unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, ws:HOST:PORT or wss:HOST:PORT")
     }
 
     /// The HOST:PORT after `scheme:`, with an IPv6 host's brackets removed.
@@ -47,6 +59,24 @@ public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
         case .unix(let path): "unix:\(path)"
         case .tcp(let host, let port): "tcp:" + Self.hostPort(host, port)
         case .tls(let host, let port): "tls:" + Self.hostPort(host, port)
+        case .ws(let host, let port): "ws:" + Self.hostPort(host, port)
+        case .wss(let host, let port): "wss:" + Self.hostPort(host, port)
+        }
+    }
+
+    /// Whether a listener at this address speaks TLS (and needs the certificate).
+    public var usesTLS: Bool {
+        switch self {
+        case .tls, .wss: true
+        case .unix, .tcp, .ws: false
+        }
+    }
+
+    /// Whether a listener at this address speaks WebSocket.
+    public var isWebSocket: Bool {
+        switch self {
+        case .ws, .wss: true
+        case .unix, .tcp, .tls: false
         }
     }
 

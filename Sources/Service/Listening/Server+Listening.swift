@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import JSONRPC
 import SecureStream
+import WebSocket
 
 /// Listening and admitting connections: the listeners open only after every address
 /// and certificate is checked, each accepted stream becomes an `RPCConnection`, and the
@@ -28,17 +29,19 @@ extension Server {
             case .unix(let path):
                 listener = try UnixSocketFile.listen(loop: loop, path: path, mode: config.unixSocketMode)
                 actual = address
-            case .tcp(let host, let port), .tls(let host, let port):
+            case .tcp(let host, let port), .tls(let host, let port), .ws(let host, let port), .wss(let host, let port):
                 listener = try Listener.tcp(loop: loop, host: host, port: port)
                 let boundPort = listener.boundPort ?? port
-                if case .tls = address {
-                    context = tls
-                    actual = .tls(host: host, port: boundPort)
-                } else {
-                    actual = .tcp(host: host, port: boundPort)
+                if address.usesTLS { context = tls }
+                switch address {
+                case .tls: actual = .tls(host: host, port: boundPort)
+                case .ws: actual = .ws(host: host, port: boundPort)
+                case .wss: actual = .wss(host: host, port: boundPort)
+                default: actual = .tcp(host: host, port: boundPort)
                 }
             }
-            try listener.listen { [unowned self] result in accepted(result, tls: context) }
+            let webSocket = address.isWebSocket
+            try listener.listen { [unowned self] result in accepted(result, tls: context, webSocket: webSocket) }
             listeners.append((address, listener))
             bound.append(actual)
             logger.info("listening on \(actual)")
@@ -47,10 +50,10 @@ extension Server {
         return bound
     }
 
-    /// The TLS settings of the `tls:` listeners, loaded once; nil when there is none.
+    /// The TLS settings of the `tls:` and `wss:` listeners, loaded once; nil when there is none.
     /// Every failure is a start-up error that names the flag or the file at fault.
     private func makeTLSContext() throws -> TLSContext? {
-        guard let first = config.listen.first(where: { if case .tls = $0 { true } else { false } }) else { return nil }
+        guard let first = config.listen.first(where: { $0.usesTLS }) else { return nil }
         guard let certificate = config.tlsCertificateFile, let key = config.tlsKeyFile else {
             throw StartupError.tlsNeedsCertificate(first)
         }
@@ -61,7 +64,7 @@ extension Server {
         }
     }
 
-    private func accepted(_ result: Result<EventLoop.Stream, UVError>, tls: TLSContext?) {
+    private func accepted(_ result: Result<EventLoop.Stream, UVError>, tls: TLSContext?, webSocket: Bool) {
         let stream: EventLoop.Stream
         switch result {
         case .failure(let e):
@@ -70,14 +73,35 @@ extension Server {
         case .success(let s):
             stream = s
         }
-        guard let tls else { return adopt(stream) }
         // The handshake runs inside the TLS stream; the connection sees plaintext.
-        do {
-            adopt(try TLSStream(wrapping: stream, context: tls, handshakeTimeout: config.tlsHandshakeTimeout))
-        } catch {
-            logger.warning("cannot start TLS with \(stream.peerDescription): \(error)")
-            stream.close()
+        var transport: any ByteStream = stream
+        if let tls {
+            do {
+                transport = try TLSStream(wrapping: stream, context: tls, handshakeTimeout: config.tlsHandshakeTimeout)
+            } catch {
+                logger.warning("cannot start TLS with \(stream.peerDescription): \(error)")
+                stream.close()
+                return
+            }
         }
+        guard webSocket else { return adopt(transport) }
+        // The upgrade and the framing run inside the WebSocket stream; the connection
+        // sees the messages' bytes, one per line.
+        let settings = WebSocketStream.Settings(allowedOrigins: config.wsOrigins,
+                                                maxMessageBytes: config.connection.maxMessageBytes,
+                                                handshakeTimeout: config.tlsHandshakeTimeout)
+        do {
+            adopt(try WebSocketStream(wrapping: transport, loop: loop, settings: settings))
+        } catch {
+            logger.warning("cannot start WebSocket with \(stream.peerDescription): \(error)")
+            transport.close()
+        }
+    }
+
+    /// The transport's name in the connection metrics.
+    private static func transportName(_ stream: any ByteStream) -> String {
+        if let ws = stream as? WebSocketStream { return ws.overTLS ? "wss" : "ws" }
+        return stream is TLSStream ? "tls" : stream.isTCP ? "tcp" : "unix"
     }
 
     /// Serves a connected stream as a client connection, as if a listener had accepted
@@ -109,7 +133,7 @@ extension Server {
         conn.onClose = { [unowned self] c in connectionClosed(c) }
         connections[id] = conn
         totalConnections += 1
-        metrics.connectionOpened(id: id, transport: stream is TLSStream ? "tls" : stream.isTCP ? "tcp" : "unix")
+        metrics.connectionOpened(id: id, transport: Self.transportName(stream))
         do {
             try conn.start()
             logger.debug("connection \(id) from \(conn.peerDescription)")

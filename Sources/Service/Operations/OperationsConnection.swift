@@ -1,4 +1,5 @@
 import EventLoop
+import WebSocket
 
 /// One client of the operations listener: reads one request head, hands it to the
 /// server's `respond`, writes the answer with `Connection: close`, then shuts its write

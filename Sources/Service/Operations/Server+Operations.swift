@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import JSONRPC
+import WebSocket
 
 /// The HTTP operations listener (`--http-listen tcp:HOST:PORT`): `GET /healthz`,
 /// `GET /readyz` and `GET /metrics` for probes and Prometheus, on its own port, beside

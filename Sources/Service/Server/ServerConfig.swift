@@ -37,7 +37,11 @@ public struct ServerConfig: Sendable {
     /// The server-wide proxy that `enableSecureCommunication` routes a principal's
     /// requests through (`--egress-proxy`); nil makes that call an error.
     public var egressProxy: ProxySettings?
-    /// The certificate chain (PEM, leaf first) and private key (PEM) that `tls:`
+    /// Origins a browser's WebSocket upgrade may carry on `ws:`/`wss:` listeners
+    /// (`--ws-origin`); a request with any other `Origin` is refused with 403, one without
+    /// `Origin` (not from a browser) is accepted.
+    public var wsOrigins: [String] = []
+    /// The certificate chain (PEM, leaf first) and private key (PEM) that `tls:` and `wss:`
     /// listeners present (`--tls-cert`, `--tls-key`); both are needed for any of them.
     public var tlsCertificateFile: String?
     public var tlsKeyFile: String?

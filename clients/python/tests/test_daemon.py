@@ -87,7 +87,7 @@ class CommandLine(unittest.TestCase):
             self.assertIn(flag, out)
 
     def test_bad_values_are_refused_clearly(self):
-        for argv, words in [(["--listen", "udp:1"], "unix:PATH, tcp:HOST:PORT or tls:HOST:PORT"),
+        for argv, words in [(["--listen", "udp:1"], "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, ws:HOST:PORT or wss:HOST:PORT"),
                             (["--log-format", "xml"], "text or json"),
                             (["--max-message-bytes", "0"], "positive"),
                             (["--request-ttl", "0"], "positive number of seconds"),

@@ -1,30 +1,37 @@
-/// The head of an HTTP/1.x request, as the operations listener reads it: a pure parser
-/// fed the bytes as they arrive, in pieces of any size, that says when the head is
-/// complete, too large, or not HTTP. Nothing after the head is read: the listener
-/// answers GET and HEAD only, and closes after each response.
-struct HTTPRequestHead: Equatable {
-    var method: String
+/// The head of an HTTP/1.x request, as the operations listener and a WebSocket upgrade
+/// read it: a pure parser fed the bytes as they arrive, in pieces of any size, that says
+/// when the head is complete, too large, or not HTTP. Nothing after the head is parsed:
+/// the operations listener answers GET and HEAD only, and a WebSocket stream hands what
+/// follows the head (`endOfHead`) to its frame parser.
+public struct HTTPRequestHead: Equatable, Sendable {
+    public var method: String
     /// The request target as sent ("/metrics?x=1").
-    var target: String
+    public var target: String
     /// Header fields in order, names lower-cased, values trimmed.
-    var headers: [(name: String, value: String)]
+    public var headers: [(name: String, value: String)]
+
+    public init(method: String, target: String, headers: [(name: String, value: String)]) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+    }
 
     /// The target without its query string or fragment.
-    var path: Substring {
+    public var path: Substring {
         target.prefix { $0 != "?" && $0 != "#" }
     }
 
     /// The value of the first field named `name` (lower case).
-    func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         headers.first { $0.name == name }?.value
     }
 
-    static func == (a: HTTPRequestHead, b: HTTPRequestHead) -> Bool {
+    public static func == (a: HTTPRequestHead, b: HTTPRequestHead) -> Bool {
         a.method == b.method && a.target == b.target && a.headers.elementsEqual(b.headers) { $0 == $1 }
     }
 
     /// What the bytes read so far make.
-    enum Parse: Equatable {
+    public enum Parse: Equatable, Sendable {
         /// No end of head yet, and room for more.
         case needMore
         case complete(HTTPRequestHead)
@@ -37,7 +44,7 @@ struct HTTPRequestHead: Equatable {
     /// Parses `bytes`, everything a client sent so far. The head ends at the first empty
     /// line (CRLF CRLF, or a bare LF LF, which RFC 9112 §2.2 lets a server accept);
     /// it may be at most `limit` bytes, that line included.
-    static func parse(_ bytes: [UInt8], limit: Int = 8192) -> Parse {
+    public static func parse(_ bytes: [UInt8], limit: Int = 8192) -> Parse {
         guard let end = endOfHead(bytes) else {
             return bytes.count >= limit ? .tooLarge : .needMore
         }
@@ -69,7 +76,7 @@ struct HTTPRequestHead: Equatable {
     }
 
     /// The index just past the empty line that ends the head, or nil.
-    private static func endOfHead(_ bytes: [UInt8]) -> Int? {
+    public static func endOfHead(_ bytes: [UInt8]) -> Int? {
         var i = 0
         while i < bytes.count {
             if bytes[i] == UInt8(ascii: "\n") {

@@ -1,0 +1,206 @@
+"""The WebSocket transport (``--listen ws:HOST:PORT`` and ``wss:HOST:PORT``) through the
+real xhrpcd, with a real WebSocket client (the ``websockets`` package, installed in the
+test virtual environment by ``make test-deps``): one JSON-RPC message or batch per text
+frame, principals and ``auth``, notifications, server → client requests, the ``Origin``
+allowlist, close codes 1003 (binary) and 1009 (too big), fragmented messages, ping/pong,
+and a client that goes mid-stream leaving the server serving others.
+
+Every wait has a deadline; no test sleeps to let something happen.
+"""
+
+import json
+import socket
+import ssl
+import time
+import unittest
+
+from support import ServerTestCase, free_tcp_port
+from test_principals import ALICE, BOB
+
+import certs  # Tests/Fixtures, on sys.path once support is imported  # noqa: E402
+
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
+
+WAIT = 10
+ORIGIN = "http://dashboard.example:8080"
+MAX_MESSAGE = 64 * 1024
+
+
+def msg(method, params, id):
+    """A JSON-RPC call as a dict."""
+    m = {"jsonrpc": "2.0", "method": method, "id": id}
+    if params is not None:
+        m["params"] = params
+    return m
+
+
+class WebSocketTestCase(ServerTestCase):
+    """One server with a ws: and a wss: listener on loopback, principals alice and bob
+    (so clients must ``auth``), an allowed origin and a small message limit."""
+
+    UPSTREAM = True
+    PRINCIPALS = (ALICE, BOB)
+    ws_port = None
+    wss_port = None
+    cert_dir = None
+
+    @classmethod
+    def server_args(cls):
+        import tempfile
+        cls.cert_dir = tempfile.mkdtemp(prefix="xhrpc-ws-certs-", dir="/tmp")
+        cls.certs = certs.make_all(cls.cert_dir)
+        cls.ws_port = free_tcp_port()
+        cls.wss_port = free_tcp_port()
+        return ("--listen", "ws:127.0.0.1:%d" % cls.ws_port, "--listen", "wss:127.0.0.1:%d" % cls.wss_port,
+                "--tls-cert", cls.certs["good_cert"], "--tls-key", cls.certs["good_key"],
+                "--ws-origin", ORIGIN, "--max-message-bytes", str(MAX_MESSAGE))
+
+    def ws(self, token=None, secure=False, **kw):
+        """A WebSocket client (closed at cleanup); with ``token``, authenticated with it."""
+        if secure:
+            context = ssl.create_default_context(cafile=self.certs["ca"])
+            c = self.enterContext(connect("wss://localhost:%d/" % self.wss_port, ssl=context, open_timeout=WAIT,
+                                          close_timeout=2, max_size=None, **kw))
+        else:
+            c = self.enterContext(connect("ws://127.0.0.1:%d/rpc" % self.ws_port, open_timeout=WAIT,
+                                          close_timeout=2, max_size=None, **kw))
+        if token is not None:
+            self.assertEqual(self.call(c, "auth", {"token": token}, 1)["result"]["principal"], token.split("-")[0])
+        return c
+
+    def call(self, c, method, params=None, id=1):
+        """Sends one call in one text frame; returns its response (notifications skipped)."""
+        c.send(json.dumps(msg(method, params, id)))
+        return self.response(c, id)
+
+    def response(self, c, id):
+        deadline = time.monotonic() + WAIT
+        while True:
+            m = json.loads(c.recv(timeout=max(0.01, deadline - time.monotonic())))
+            if isinstance(m, list) or m.get("id") == id:
+                return m
+
+    def closed_with(self, c):
+        """The close code the server sent, reading until the connection closes."""
+        deadline = time.monotonic() + WAIT
+        try:
+            while time.monotonic() < deadline:
+                c.recv(timeout=max(0.01, deadline - time.monotonic()))
+        except ConnectionClosed as e:
+            return e.rcvd.code if e.rcvd else None
+        self.fail("the server did not close the WebSocket")
+
+    def test_calls_and_batches_after_auth(self):
+        c = self.ws()
+        # Unauthenticated: only auth is served.
+        refused = self.call(c, "server.info", None, 7)
+        self.assertIn("error", refused)
+        self.assertEqual(self.call(c, "auth", {"token": ALICE["token"]}, 8)["result"]["principal"], "alice")
+        self.assertIn("version", self.call(c, "server.info", None, 9)["result"])
+        # A batch in one frame gets one batch back in one frame.
+        c.send(json.dumps([msg("server.info", None, 10), msg("server.info", None, 11)]))
+        batch = json.loads(c.recv(timeout=WAIT))
+        self.assertEqual(sorted(m["id"] for m in batch), [10, 11])
+
+    def test_wss_with_the_test_ca(self):
+        c = self.ws(token=BOB["token"], secure=True)
+        self.assertIn("version", self.call(c, "server.info", None, 2)["result"])
+
+    def test_notifications_reach_the_ws_client(self):
+        c = self.ws(token=ALICE["token"])
+        url = self.upstream.url("/bytes/6")
+        c.send(json.dumps([msg("create", {"request": "w1"}, 2),
+                           msg("open", {"request": "w1", "method": "GET", "url": url}, 3),
+                           msg("send", {"request": "w1"}, 4)]))
+        states = []
+        deadline = time.monotonic() + WAIT
+        while 5 not in states and time.monotonic() < deadline:
+            m = json.loads(c.recv(timeout=max(0.01, deadline - time.monotonic())))
+            if isinstance(m, dict) and m.get("method") == "onStateChange":
+                states.append(m["params"]["state"])
+        self.assertEqual(states, [1, 2, 3, 4, 5])
+
+    def test_server_to_client_requests_reach_a_ws_interceptor(self):
+        icp = self.ws(token=ALICE["token"])
+        reg = self.call(icp, "intercept.register", {"events": ["willSendRequest"]}, 2)
+        self.assertTrue(reg["result"]["interceptor"].startswith("icp_"))
+        other = self.ws(token=ALICE["token"])
+        url = self.upstream.url("/bytes/6")
+        other.send(json.dumps(msg("fetch", {"url": url}, 5)))
+        question = json.loads(icp.recv(timeout=WAIT))
+        self.assertEqual(question["method"], "willSendRequest")
+        self.assertTrue(str(question["id"]).startswith("srv-"))
+        self.assertEqual(question["params"]["url"], url)
+        icp.send(json.dumps({"jsonrpc": "2.0", "result": True, "id": question["id"]}))
+        fetched = self.response(other, 5)
+        self.assertEqual(fetched["result"]["status"], 200)
+        self.assertTrue(self.call(icp, "intercept.unregister", {"interceptor": reg["result"]["interceptor"]}, 6)["result"])
+
+    def test_a_disallowed_origin_is_refused_with_403(self):
+        with self.assertRaises(InvalidStatus) as raised:
+            connect("ws://127.0.0.1:%d/" % self.ws_port, origin="http://evil.example", open_timeout=WAIT)
+        self.assertEqual(raised.exception.response.status_code, 403)
+
+    def test_an_allowed_origin_works(self):
+        c = self.ws(token=ALICE["token"], origin=ORIGIN)
+        self.assertIn("version", self.call(c, "server.info", None, 3)["result"])
+
+    def test_a_binary_frame_closes_with_1003(self):
+        c = self.ws(token=ALICE["token"])
+        c.send(b'{"jsonrpc":"2.0","method":"server.info","id":1}')
+        self.assertEqual(self.closed_with(c), 1003)
+
+    def test_an_oversize_message_closes_with_1009(self):
+        c = self.ws(token=ALICE["token"])
+        c.send(json.dumps(msg("server.info", {"pad": "x" * (MAX_MESSAGE + 10)}, 4)))
+        self.assertEqual(self.closed_with(c), 1009)
+
+    def test_a_fragmented_message_is_reassembled(self):
+        c = self.ws(token=ALICE["token"])
+        text = json.dumps(msg("server.info", None, 21))
+        c.send([text[:5], text[5:17], text[17:]])
+        self.assertIn("version", self.response(c, 21)["result"])
+
+    def test_ping_is_answered_with_pong(self):
+        c = self.ws()
+        self.assertTrue(c.ping(b"are you there").wait(WAIT))
+
+    def test_a_client_that_goes_mid_stream_leaves_the_server_serving(self):
+        # Half a frame, then the socket closes without a close frame.
+        s = socket.create_connection(("127.0.0.1", self.ws_port), timeout=WAIT)
+        self.addCleanup(s.close)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            self.assertTrue(chunk, "the server closed during the upgrade")
+            head += chunk
+        self.assertIn(b" 101 ", head.split(b"\r\n")[0])
+        self.assertIn(b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n", head)
+        s.sendall(bytes([0x81, 0xFE, 0x01, 0x00, 1, 2, 3, 4]) + b"{" * 20)  # 256 bytes announced, 20 sent
+        s.close()
+        # A client in the middle of a fragmented message goes too (TCP closed, no close frame).
+        c = self.ws(token=BOB["token"])
+        c.socket.sendall(bytes([0x01, 0x85, 9, 9, 9, 9]) + bytes(b ^ 9 for b in b'{"jso'))
+        c.socket.close()
+        # The server still serves a new client and one that was already there.
+        other = self.ws(token=ALICE["token"])
+        self.assertIn("version", self.call(other, "server.info", None, 30)["result"])
+        self.assertIn("version", self.call(self.ws(token=BOB["token"], secure=True), "server.info", None, 31)["result"])
+
+    def test_plain_http_on_a_ws_listener_is_answered_426(self):
+        with socket.create_connection(("127.0.0.1", self.ws_port), timeout=WAIT) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while b"\r\n" not in data:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        self.assertTrue(data.startswith(b"HTTP/1.1 426 "), data[:100])
+
+
+if __name__ == "__main__":
+    unittest.main()
