@@ -45,19 +45,7 @@ extension Server {
 
     /// `{status, statusText, headers, body, encoding}` from a finished request.
     private static func fetchResult(_ r: HTTPRequest, responseType: String) -> JSONValue {
-        // Repeated names (in any case) are joined with ", " under the first spelling.
-        var order: [String] = []
-        var merged: [String: (name: String, value: String)] = [:]
-        for h in r.responseHeaders {
-            let key = h.name.lowercased()
-            if let seen = merged[key] {
-                merged[key] = (seen.name, seen.value + ", " + h.value)
-            } else {
-                merged[key] = (h.name, h.value)
-                order.append(key)
-            }
-        }
-        let headers = JSONObject(order.compactMap { merged[$0] }.map { ($0.name, JSONValue.string($0.value)) })
+        let headers = HTTPRequest.headerObject(r.responseHeaders)
         let bytes = r.takeBody()
         var body: JSONValue
         var encoding: String

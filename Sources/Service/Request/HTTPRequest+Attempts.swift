@@ -274,11 +274,21 @@ extension HTTPRequest {
         perform(machine.failed(text))
     }
 
+    /// Headers as a JSON object: repeated names (in any case) joined with ", " under
+    /// the first spelling, in the order they first came. The one form every header list
+    /// takes on the wire to clients (fetch's result, the interceptor's questions and notices).
     static func headerObject(_ headers: [(name: String, value: String)]) -> JSONObject {
-        var o = JSONObject()
+        var order: [String] = []
+        var merged: [String: (name: String, value: String)] = [:]
         for h in headers {
-            if let seen = o[h.name]?.stringValue { o[h.name] = .string(seen + ", " + h.value) } else { o[h.name] = .string(h.value) }
+            let key = h.name.lowercased()
+            if let seen = merged[key] {
+                merged[key] = (seen.name, seen.value + ", " + h.value)
+            } else {
+                merged[key] = (h.name, h.value)
+                order.append(key)
+            }
         }
-        return o
+        return JSONObject(order.compactMap { merged[$0] }.map { ($0.name, JSONValue.string($0.value)) })
     }
 }
