@@ -445,12 +445,7 @@ public final class WebSocketStream: ByteStream {
         }
         closeCompletion = completion ?? {}
         sendQueued()
-        isClosed = true
-        onRead = nil
-        onDrain = nil
-        onWriteError = nil
-        early = []
-        partialLine = []
+        markClosed()
         // The peer has already closed (or will not): no reason to wait.
         if case .eof? = inputEnd { return finishClose() }
         if case .error? = inputEnd { return finishClose() }
@@ -471,14 +466,19 @@ public final class WebSocketStream: ByteStream {
         transport.close(completion)
     }
 
-    private func closeNow(_ completion: (() -> Void)?) {
-        guard !isClosed else { return }
+    /// Closed for the owner: nothing more is delivered or accepted.
+    private func markClosed() {
         isClosed = true
         onRead = nil
         onDrain = nil
         onWriteError = nil
         early = []
         partialLine = []
+    }
+
+    private func closeNow(_ completion: (() -> Void)?) {
+        guard !isClosed else { return }
+        markClosed()
         timer.close()
         transport.close(completion)
     }
