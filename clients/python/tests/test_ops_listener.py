@@ -79,9 +79,10 @@ class OpsListenerTestCase(unittest.TestCase):
     ARGS = ()
 
     def setUp(self):
-        self.http_port = free_tcp_port()
         self.upstream = Upstream().start()
         self.addCleanup(self.upstream.stop)
+        # Picked after the upstream has its port, so that the two cannot be given the same one.
+        self.http_port = free_tcp_port()
         self.server = XhrpcServer(args=["--http-listen", "tcp:127.0.0.1:%d" % self.http_port] + list(self.ARGS))
         self.server.start()
         self.addCleanup(self.server.stop)
