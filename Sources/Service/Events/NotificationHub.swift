@@ -53,7 +53,26 @@ final class NotificationHub {
             "stateName": .string(state.name), "status": .int(Int64(request.status)),
             "statusText": .string(request.statusText), "attempt": .int(Int64(request.attempt)),
         ]
-        for s in targets { s.connection.notify("onStateChange", params) }
+        var detailed: JSONValue?
+        for s in targets {
+            guard wantsDetails(s, of: request) else {
+                s.connection.notify("onStateChange", params)
+                continue
+            }
+            if detailed == nil, case .object(var o) = params {
+                o["method"] = .string(request.method)
+                o["url"] = .string(request.displayURL)
+                detailed = .object(o)
+            }
+            s.connection.notify("onStateChange", detailed!)
+        }
+    }
+
+    /// Whether `session` holds a subscription with `details` that covers `request`.
+    private func wantsDetails(_ session: ClientSession, of request: HTTPRequest) -> Bool {
+        request.principal.subscriptions.values.contains {
+            $0.details && $0.session === session && $0.covers(request, .stateChange)
+        }
     }
 
     /// Marks a request whose progress changed; reported at the next tick.
