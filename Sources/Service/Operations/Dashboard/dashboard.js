@@ -36,10 +36,13 @@ function connect() {
   stopped = false;
   setConnection('connecting', 'connecting…');
   const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
-  socket = new WebSocket(scheme + location.host + '/rpc');
-  socket.onopen = () => { start().catch((e) => setConnection('error', String(e))); };
-  socket.onmessage = (event) => received(JSON.parse(event.data));
-  socket.onclose = (event) => {
+  const ws = new WebSocket(scheme + location.host + '/rpc');
+  socket = ws;
+  ws.onopen = () => { start().catch((e) => setConnection('error', String(e))); };
+  ws.onmessage = (event) => received(JSON.parse(event.data));
+  ws.onclose = (event) => {
+    // A socket this page already replaced (after the token form) ends quietly.
+    if (ws !== socket) return;
     for (const resolve of pending.values()) resolve({ error: { message: 'connection closed' } });
     pending.clear();
     if (stopped) return;
@@ -175,7 +178,7 @@ function renderRow(row) {
   cell(tr, 'method', row.method);
   cell(tr, 'url', row.url).title = row.url;
   cell(tr, 'state', STATE_NAMES[row.state] || String(row.state));
-  cell(tr, 'status', row.status ? String(row.status) + ' ' + row.statusText : row.statusText);
+  cell(tr, 'status', row.status ? String(row.status) + ' ' + row.statusText : row.statusText).title = row.statusText;
   const bytes = cell(tr, 'bytes', formatBytes(row.received) + (row.expected ? ' / ' + formatBytes(row.expected) : ''));
   const bar = document.createElement('progress');
   if (row.expected > 0) {
