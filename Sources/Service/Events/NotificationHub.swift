@@ -54,8 +54,9 @@ final class NotificationHub {
             "statusText": .string(request.statusText), "attempt": .int(Int64(request.attempt)),
         ]
         var detailed: JSONValue?
+        let wantDetails = sessionsWantingDetails(of: request)
         for s in targets {
-            guard wantsDetails(s, of: request) else {
+            guard wantDetails.contains(ObjectIdentifier(s)) else {
                 s.connection.notify("onStateChange", params)
                 continue
             }
@@ -68,11 +69,14 @@ final class NotificationHub {
         }
     }
 
-    /// Whether `session` holds a subscription with `details` that covers `request`.
-    private func wantsDetails(_ session: ClientSession, of request: HTTPRequest) -> Bool {
-        request.principal.subscriptions.values.contains {
-            $0.details && $0.session === session && $0.covers(request, .stateChange)
+    /// The sessions holding a subscription with `details` that covers `request`: one
+    /// pass over the principal's subscriptions, as `recipients` makes.
+    private func sessionsWantingDetails(of request: HTTPRequest) -> Set<ObjectIdentifier> {
+        var out = Set<ObjectIdentifier>()
+        for sub in request.principal.subscriptions.values where sub.details && sub.covers(request, .stateChange) {
+            if let s = sub.session { out.insert(ObjectIdentifier(s)) }
         }
+        return out
     }
 
     /// Marks a request whose progress changed; reported at the next tick.
