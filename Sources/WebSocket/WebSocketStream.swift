@@ -102,8 +102,11 @@ public final class WebSocketStream: ByteStream {
     public private(set) var isClosed = false
 
     /// Wraps an accepted `transport` on `loop` and starts reading the upgrade request.
-    /// Throws when libuv or wslay refuse; the transport is then left for the caller to close.
-    public init(wrapping transport: any ByteStream, loop: Loop, settings: Settings) throws {
+    /// `alreadyRead` is what another reader took from the transport before handing it
+    /// over (the operations listener's `/rpc`: the request head, and anything after it);
+    /// it is judged as if it had just arrived. Throws when libuv or wslay refuse; the
+    /// transport is then left for the caller to close.
+    public init(wrapping transport: any ByteStream, loop: Loop, settings: Settings, alreadyRead: [UInt8] = []) throws {
         self.transport = transport
         self.settings = settings
         callbacks = .allocate(capacity: 1)
@@ -127,6 +130,10 @@ public final class WebSocketStream: ByteStream {
         transport.onDrain = { [self] in checkDrained() }
         transport.onWriteError = { [self] error in writeFailed(error) }
         timer.start(timeout: settings.handshakeTimeout) { [self] in handshakeTimedOut() }
+        if !alreadyRead.isEmpty {
+            head = alreadyRead
+            upgradeRequestRead()
+        }
     }
 
     deinit {

@@ -25,7 +25,7 @@ struct XHRPCD: ParsableCommand {
         valueName: "address"))
     var listen: [String] = []
 
-    @Option(name: .customLong("ws-origin"), help: ArgumentHelp("An origin (scheme://host[:port]) whose web pages may connect to the ws: and wss: listeners (repeatable; config key \"wsOrigins\", an array). By default an upgrade that carries an Origin header (every browser's does) is refused with 403; one without Origin (a program) is accepted.", valueName: "origin"))
+    @Option(name: .customLong("ws-origin"), help: ArgumentHelp("An origin (scheme://host[:port]) whose web pages may connect to the ws: and wss: listeners and to /rpc of --http-listen (repeatable; config key \"wsOrigins\", an array). By default an upgrade that carries an Origin header (every browser's does) is refused with 403; one without Origin (a program) is accepted.", valueName: "origin"))
     var wsOrigin: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("The certificate chain (PEM, leaf first) that tls: and wss: listeners present to clients (config key \"tlsCert\").", valueName: "file"))
@@ -112,7 +112,7 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .customLong("redact-query"), help: ArgumentHelp("A query parameter whose value is hidden wherever a URL is shown (list, logs, status texts), besides token, access_token, key, api_key, apikey, secret, password, sig and signature (repeatable; config key \"redactQuery\", an array).", valueName: "name"))
     var redactQuery: [String] = []
 
-    @Option(name: .customLong("http-listen"), help: ArgumentHelp("The HTTP operations listener, tcp:HOST:PORT: GET /healthz (200 while the process lives), /readyz (200 when listening and not draining, else 503) and /metrics (Prometheus text). Off by default. On loopback it is open to local processes; another address needs principals with tokens in the config file, and /metrics then asks for an admin's token as Authorization: Bearer (config key \"httpListen\").", valueName: "tcp:host:port"))
+    @Option(name: .customLong("http-listen"), help: ArgumentHelp("The HTTP operations listener, tcp:HOST:PORT: GET /healthz (200 while the process lives), /readyz (200 when listening and not draining, else 503) /metrics (Prometheus text), the live dashboard page at / and its WebSocket JSON-RPC on /rpc (the page's own origin accepted there without --ws-origin). Off by default. On loopback it is open to local processes; another address needs principals with tokens in the config file, and /metrics then asks for an admin's token as Authorization: Bearer (config key \"httpListen\").", valueName: "tcp:host:port"))
     var httpListen: String?
 
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))

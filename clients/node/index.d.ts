@@ -55,6 +55,10 @@ export interface StateChangeParams {
   statusText: string;
   /** The attempt of the current send: 0 before the first (OPENED), 1 for the first, 2… for retries (each a new SENT). */
   attempt: number;
+  /** Only to a connection that subscribed with `details: true`: the request's method. */
+  method?: string;
+  /** Only with `details: true`: the URL as `list` shows it (userinfo removed, secret query values REDACTED). */
+  url?: string;
 }
 
 /** `onProgress`, to subscribers that asked for progress; the expected totals are 0 when unknown. */
@@ -419,7 +423,7 @@ export interface Methods {
   setRetryPolicy: { params: OnRequest & RetryPolicy; result: true };
   fetch: { params: FetchParams; result: FetchResult };
   subscribe: {
-    params: { request?: string; socket?: string; all?: boolean; events?: Array<'stateChange' | 'progress'> };
+    params: { request?: string; socket?: string; all?: boolean; events?: Array<'stateChange' | 'progress'>; details?: boolean };
     result: { subscription: string };
   };
   unsubscribe: { params: { subscription: string }; result: true };

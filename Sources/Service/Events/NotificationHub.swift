@@ -53,7 +53,30 @@ final class NotificationHub {
             "stateName": .string(state.name), "status": .int(Int64(request.status)),
             "statusText": .string(request.statusText), "attempt": .int(Int64(request.attempt)),
         ]
-        for s in targets { s.connection.notify("onStateChange", params) }
+        var detailed: JSONValue?
+        let wantDetails = sessionsWantingDetails(of: request)
+        for s in targets {
+            guard wantDetails.contains(ObjectIdentifier(s)) else {
+                s.connection.notify("onStateChange", params)
+                continue
+            }
+            if detailed == nil, case .object(var o) = params {
+                o["method"] = .string(request.method)
+                o["url"] = .string(request.displayURL)
+                detailed = .object(o)
+            }
+            s.connection.notify("onStateChange", detailed!)
+        }
+    }
+
+    /// The sessions holding a subscription with `details` that covers `request`: one
+    /// pass over the principal's subscriptions, as `recipients` makes.
+    private func sessionsWantingDetails(of request: HTTPRequest) -> Set<ObjectIdentifier> {
+        var out = Set<ObjectIdentifier>()
+        for sub in request.principal.subscriptions.values where sub.details && sub.covers(request, .stateChange) {
+            if let s = sub.session { out.insert(ObjectIdentifier(s)) }
+        }
+        return out
     }
 
     /// Marks a request whose progress changed; reported at the next tick.

@@ -6,12 +6,17 @@ final class Subscription {
     /// nil: every object of the principal.
     let handle: String?
     let events: Set<EventKind>
+    /// Whether its connection's `onStateChange` carry the request's `method` and `url`
+    /// (redacted as `list` shows it): what a watcher (the dashboard) needs to show a
+    /// request it did not open, a `fetch`'s included, which `list` does not show.
+    let details: Bool
 
-    init(id: String, session: ClientSession, handle: String?, events: Set<EventKind>) {
+    init(id: String, session: ClientSession, handle: String?, events: Set<EventKind>, details: Bool = false) {
         self.id = id
         self.session = session
         self.handle = handle
         self.events = events
+        self.details = details
     }
 
     /// Whether it asked for `kind` events of `object`.

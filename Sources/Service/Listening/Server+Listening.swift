@@ -85,15 +85,22 @@ extension Server {
             }
         }
         guard webSocket else { return adopt(transport) }
-        // The upgrade and the framing run inside the WebSocket stream; the connection
-        // sees the messages' bytes, one per line.
-        let settings = WebSocketStream.Settings(allowedOrigins: config.wsOrigins,
+        serveWebSocket(transport)
+    }
+
+    /// Serves `transport` as a WebSocket client connection: the ws: and wss: listeners'
+    /// clients, and the operations listener's `/rpc` (which passes the head it read as
+    /// `alreadyRead`, and its page's own origins as `pageOrigins`). The upgrade and the
+    /// framing run inside the WebSocket stream; the connection sees the messages' bytes,
+    /// one per line, and is adopted like any other.
+    func serveWebSocket(_ transport: any ByteStream, alreadyRead: [UInt8] = [], pageOrigins: [String] = []) {
+        let settings = WebSocketStream.Settings(allowedOrigins: config.wsOrigins + pageOrigins,
                                                 maxMessageBytes: config.connection.maxMessageBytes,
                                                 handshakeTimeout: config.tlsHandshakeTimeout)
         do {
-            adopt(try WebSocketStream(wrapping: transport, loop: loop, settings: settings))
+            adopt(try WebSocketStream(wrapping: transport, loop: loop, settings: settings, alreadyRead: alreadyRead))
         } catch {
-            logger.warning("cannot start WebSocket with \(stream.peerDescription): \(error)")
+            logger.warning("cannot start WebSocket with \(transport.peerDescription): \(error)")
             transport.close()
         }
     }

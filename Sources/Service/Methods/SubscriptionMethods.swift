@@ -4,7 +4,7 @@ import JSONRPC
 /// `subscribe` and `unsubscribe` (api/openrpc.json).
 extension Server {
     func registerSubscriptionMethods() {
-        registry.register("subscribe", params: ["request?", "socket?", "all?", "events?"]) { [unowned self] call in
+        registry.register("subscribe", params: ["request?", "socket?", "all?", "events?", "details?"]) { [unowned self] call in
             let s = try session(call)
             // Subscriptions cost the server as requests do, and share their limit.
             try s.principal.check("subscriptions", current: s.principal.subscriptions.count,
@@ -34,8 +34,9 @@ extension Server {
                     events.insert(kind)
                 }
             }
+            let details = try p.bool("details", default: false)
             let id = ObjectName.generate(prefix: "sub_") { s.principal.subscriptions[$0] != nil }
-            s.principal.subscriptions[id] = Subscription(id: id, session: s, handle: handle, events: events)
+            s.principal.subscriptions[id] = Subscription(id: id, session: s, handle: handle, events: events, details: details)
             s.subscriptionIDs.insert(id)
             return .result(["subscription": .string(id)])
         }

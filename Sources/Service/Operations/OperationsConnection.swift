@@ -35,8 +35,9 @@ final class OperationsConnection {
         deadline?.start(timeout: timeoutMs) { [weak self] in self?.close() }
     }
 
-    /// Starts reading; `respond` makes the answer to a complete head.
-    func start(respond: @escaping (HTTPRequestHead) -> Response) {
+    /// Starts reading; `respond` makes the answer to a complete head, or returns nil when
+    /// it took the connection over with `handOver()` (the `/rpc` WebSocket upgrade).
+    func start(respond: @escaping (HTTPRequestHead) -> Response?) {
         do {
             try stream.startReading { [weak self] event in self?.read(event, respond) }
         } catch {
@@ -45,7 +46,7 @@ final class OperationsConnection {
         stream.onWriteError = { [weak self] _ in self?.close() }
     }
 
-    private func read(_ event: EventLoop.Stream.ReadEvent, _ respond: (HTTPRequestHead) -> Response) {
+    private func read(_ event: EventLoop.Stream.ReadEvent, _ respond: (HTTPRequestHead) -> Response?) {
         switch event {
         case .data(let bytes):
             guard !answered else { return }  // after the head: dropped
@@ -58,7 +59,8 @@ final class OperationsConnection {
             case .malformed:
                 answer(Response(status: 400, body: Array("bad request\n".utf8)), head: false)
             case .complete(let head):
-                answer(respond(head), head: head.method == "HEAD")
+                guard let response = respond(head) else { return }
+                answer(response, head: head.method == "HEAD")
             }
         case .eof, .error:
             close()
@@ -78,6 +80,22 @@ final class OperationsConnection {
         if !head { stream.write(r.body) }
         // The shutdown goes out after the answer; the client's end of input closes.
         stream.shutdown { [weak self] error in if error != nil { self?.close() } }
+    }
+
+    /// Gives the stream, and every byte read from it so far (the complete head and what
+    /// followed), to a new owner: this connection stops reading and its deadline, leaves
+    /// the stream open, and counts as closed (`onClose` runs). Only while answering a head.
+    func handOver() -> (stream: EventLoop.Stream, alreadyRead: [UInt8]) {
+        let bytes = received
+        answered = true
+        received = []
+        closed = true
+        deadline?.close()
+        stream.stopReading()
+        stream.onWriteError = nil
+        onClose?(self)
+        onClose = nil
+        return (stream, bytes)
     }
 
     func close() {

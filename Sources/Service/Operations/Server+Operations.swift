@@ -5,7 +5,9 @@ import WebSocket
 
 /// The HTTP operations listener (`--http-listen tcp:HOST:PORT`): `GET /healthz`,
 /// `GET /readyz` and `GET /metrics` for probes and Prometheus, on its own port, beside
-/// the JSON-RPC listeners. It carries no RPC and acts for no principal.
+/// the JSON-RPC listeners; and, for a browser, the dashboard page at `/` and the
+/// WebSocket upgrade on `/rpc` (`Server+OperationsRPC.swift`). The HTTP endpoints act for
+/// no principal; `/rpc` is a JSON-RPC connection like a ws: listener's.
 ///
 /// Who may reach it follows the TCP rule (`checkTCPAllowed`): without principals that
 /// hold tokens it may listen on loopback only, where every local process may read the
@@ -41,7 +43,7 @@ extension Server {
         }
         operationsListener = listener
         let actual = ListenAddress.tcp(host: host, port: listener.boundPort ?? port)
-        logger.info("operations listener (healthz, readyz, metrics) on http \(actual)")
+        logger.info("operations listener (dashboard, rpc, healthz, readyz, metrics) on http \(actual)")
         startLoopLagTimer()
         return actual
     }
@@ -53,7 +55,7 @@ extension Server {
         let c = OperationsConnection(id: id, stream: stream, loop: loop, timeoutMs: config.httpTimeoutMs)
         operationsConnections[id] = c
         c.onClose = { [unowned self] c in operationsConnections[c.id] = nil }
-        c.start { [unowned self] head in respond(to: head) }
+        c.start { [unowned self, unowned c] head in head.path == "/rpc" ? upgradeToRPC(c, head) : respond(to: head) }
     }
 
     /// Whether the server takes new work: its JSON-RPC listeners are open and no stop
@@ -64,8 +66,8 @@ extension Server {
     func respond(to head: HTTPRequestHead) -> OperationsConnection.Response {
         let text = { (s: String) in Array(s.utf8) }
         let path = head.path
-        guard path == "/healthz" || path == "/readyz" || path == "/metrics" else {
-            return .init(status: 404, body: text("not found: this listener serves /healthz, /readyz and /metrics\n"))
+        guard path == "/healthz" || path == "/readyz" || path == "/metrics" || DashboardPage.file(path) != nil else {
+            return .init(status: 404, body: text("not found: this listener serves /, /rpc, /healthz, /readyz and /metrics\n"))
         }
         guard head.method == "GET" || head.method == "HEAD" else {
             return .init(status: 405, body: text("only GET and HEAD\n"), extraHeaders: [("Allow", "GET, HEAD")])
@@ -76,9 +78,11 @@ extension Server {
         case "/readyz":
             return isReady ? .init(status: 200, body: text("ready\n"))
                 : .init(status: 503, body: text(shutdownMachine.phase == .serving ? "not listening yet\n" : "draining\n"))
-        default:
+        case "/metrics":
             if let refusal = checkMetricsAuthorization(head) { return refusal }
             return .init(status: 200, body: metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        default:
+            return dashboardResponse(path)
         }
     }
 

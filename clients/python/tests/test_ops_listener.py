@@ -117,7 +117,7 @@ class Endpoints(OpsListenerTestCase):
 
     def test_unknown_path_404_other_methods_405(self):
         self.assertEqual(http_get(self.http_port, "/nothing")[0], 404)
-        self.assertEqual(http_get(self.http_port, "/")[0], 404)
+        self.assertEqual(http_get(self.http_port, "/favicon.ico")[0], 404)
         for method in ("POST", "PUT", "DELETE", "OPTIONS"):
             status, headers, _ = http_get(self.http_port, "/metrics", method=method)
             self.assertEqual(status, 405, method)

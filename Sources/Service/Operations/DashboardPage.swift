@@ -1,0 +1,43 @@
+/// The live dashboard: a static page (HTML, CSS, JavaScript in
+/// `Sources/Service/Operations/Dashboard/`, compiled in by the EmbedOpenRPC build plugin)
+/// that connects to `/rpc` on its own origin, authenticates when the server asks, and
+/// shows the principal's requests live (`subscribe {all, details}` and `list`).
+///
+/// The page is the same bytes for everyone and holds no secret, so it is served to
+/// whoever reaches the listener, like the probes; what it shows comes only over `/rpc`,
+/// which needs the principal's token (`auth`) wherever principals have tokens. A browser
+/// cannot attach `Authorization: Bearer` to a page it navigates to, so asking for one
+/// here would only keep the page from loading and its token form from showing.
+enum DashboardPage {
+    /// The page's files by path: body and media type.
+    static func file(_ path: Substring) -> (body: String, contentType: String)? {
+        switch path {
+        case "/", "/index.html": (dashboardHTML, "text/html; charset=utf-8")
+        case "/dashboard.js": (dashboardJS, "text/javascript; charset=utf-8")
+        case "/dashboard.css": (dashboardCSS, "text/css; charset=utf-8")
+        default: nil
+        }
+    }
+
+    /// The headers of every file of the page: no sniffing, no framing, no referrer, and a
+    /// policy that lets it load only its own files and connect only to `/rpc` under the
+    /// listener's own origins (`connectOrigins`, as `ws://`).
+    static func headers(connectOrigins: [String]) -> [(String, String)] {
+        let ws = connectOrigins.map { "ws://" + $0.dropFirst("http://".count) }
+        let policy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+            + "connect-src 'self' \(ws.joined(separator: " ")); base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        return [("Content-Security-Policy", policy), ("X-Content-Type-Options", "nosniff"),
+                ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer")]
+    }
+}
+
+extension Server {
+    /// One file of the dashboard page, or 404.
+    func dashboardResponse(_ path: Substring) -> OperationsConnection.Response {
+        guard let file = DashboardPage.file(path) else {
+            return .init(status: 404, body: Array("not found\n".utf8))
+        }
+        return .init(status: 200, body: Array(file.body.utf8), contentType: file.contentType,
+                     extraHeaders: DashboardPage.headers(connectOrigins: dashboardOrigins))
+    }
+}
