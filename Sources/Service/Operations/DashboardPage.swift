@@ -3,11 +3,13 @@
 /// that connects to `/rpc` on its own origin, authenticates when the server asks, and
 /// shows the principal's requests live (`subscribe {all, details}` and `list`).
 ///
-/// The page is the same bytes for everyone and holds no secret, so it is served to
-/// whoever reaches the listener, like the probes; what it shows comes only over `/rpc`,
-/// which needs the principal's token (`auth`) wherever principals have tokens. A browser
-/// cannot attach `Authorization: Bearer` to a page it navigates to, so asking for one
-/// here would only keep the page from loading and its token form from showing.
+/// The page is the same bytes for everyone and holds no secret; what it shows comes only
+/// over `/rpc`, which needs the principal's token (`auth`) wherever principals have
+/// tokens, and the page asks for it. On a loopback listener the files are served to
+/// whoever reaches it, like the probes. On any other address (which needs principals)
+/// they also need `Authorization: Bearer TOKEN` of a principal, as `/metrics` needs an
+/// admin's: a browser sends that only through a proxy that adds it, which is how such a
+/// listener is meant to be reached from outside.
 enum DashboardPage {
     /// The page's files by path: body and media type.
     static func file(_ path: Substring) -> (body: String, contentType: String)? {

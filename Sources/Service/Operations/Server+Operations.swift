@@ -79,20 +79,25 @@ extension Server {
             return isReady ? .init(status: 200, body: text("ready\n"))
                 : .init(status: 503, body: text(shutdownMachine.phase == .serving ? "not listening yet\n" : "draining\n"))
         case "/metrics":
-            if let refusal = checkMetricsAuthorization(head) { return refusal }
+            if let refusal = checkBearer(head, admin: true) { return refusal }
             return .init(status: 200, body: metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         default:
+            if case .tcp(let host, _) = config.httpListen, !ListenAddress.isLoopback(host),
+               let refusal = checkBearer(head, admin: false) { return refusal }
             return dashboardResponse(path)
         }
     }
 
     /// With principals holding tokens, `/metrics` needs an admin's token as a bearer
-    /// token: 401 without one or with a wrong one, 403 for another principal's.
-    private func checkMetricsAuthorization(_ head: HTTPRequestHead) -> OperationsConnection.Response? {
+    /// token (`admin`), and the dashboard's files on a non-loopback listener any
+    /// principal's: 401 without one or with a wrong one, 403 for a non-admin's where an
+    /// admin is needed.
+    private func checkBearer(_ head: HTTPRequestHead, admin: Bool) -> OperationsConnection.Response? {
         guard !principalTable.tokens.isEmpty else { return nil }
         let challenge = [("WWW-Authenticate", "Bearer realm=\"xhrpc\"")]
         guard let value = head.header("authorization"), value.lowercased().hasPrefix("bearer ") else {
-            return .init(status: 401, body: Array("an admin principal's token is needed: Authorization: Bearer TOKEN\n".utf8),
+            let who = admin ? "an admin principal's" : "a principal's"
+            return .init(status: 401, body: Array("\(who) token is needed: Authorization: Bearer TOKEN\n".utf8),
                          extraHeaders: challenge)
         }
         let digest = TokenDigest.sha256(String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces))
@@ -103,7 +108,7 @@ extension Server {
             authFailures += 1
             return .init(status: 401, body: Array("wrong token\n".utf8), extraHeaders: challenge)
         }
-        guard p.isAdmin else { return .init(status: 403, body: Array("principal '\(p.name)' is not an admin\n".utf8)) }
+        guard p.isAdmin || !admin else { return .init(status: 403, body: Array("principal '\(p.name)' is not an admin\n".utf8)) }
         return nil
     }
 

@@ -297,7 +297,7 @@ class Exposure(unittest.TestCase):
         err = self.run_briefly(["--http-listen", "unix:/tmp/x.sock"])
         self.assertIn("expected tcp:HOST:PORT", err)
 
-    def test_metrics_need_an_admin_token_when_principals_have_tokens(self):
+    def test_metrics_need_an_admin_token_and_the_page_a_token_when_principals_have_tokens(self):
         port = free_tcp_port()
         srv = XhrpcServer(args=["--http-listen", "tcp:0.0.0.0:%d" % port],
                           principals=[{"name": "ops", "token": "admin-token-1", "admin": True},
@@ -322,6 +322,13 @@ class Exposure(unittest.TestCase):
         status, _, body = http_get(port, "/metrics", headers={"Authorization": "Bearer admin-token-1"})
         self.assertEqual(status, 200)
         self.assertIn(b"xhrpc_connections_total", body)
+        # The dashboard's files on a non-loopback listener need any principal's token.
+        for path in ("/", "/dashboard.js", "/dashboard.css"):
+            status, headers, _ = http_get(port, path)
+            self.assertEqual(status, 401, path)
+            self.assertIn("Bearer", headers["www-authenticate"])
+            self.assertEqual(http_get(port, path, headers={"Authorization": "Bearer wrong"})[0], 401, path)
+            self.assertEqual(http_get(port, path, headers={"Authorization": "Bearer app-token-2"})[0], 200, path)
 
 
 if __name__ == "__main__":
