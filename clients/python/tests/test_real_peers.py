@@ -237,6 +237,24 @@ class H2Test(unittest.TestCase):
         self.assertEqual(len({r["connection"] for r in records}), 1, records)
 
 
+    def test_a_relaxed_http2_connection_never_carries_a_verifying_request(self):
+        # close leaves an HTTP/2 connection in libcurl's cache (see above); libcurl
+        # gives it only to transfers whose TLS settings match.
+        c = self.c
+        url = self.url("/whoami?group=relaxed", host="localhost")
+        _, body = exchange(c, "GET", url, handle="lax", release=False,
+                           before_send=[("disablePeerVerification", {})])
+        self.addCleanup(c.call, "release", {"request": "lax"})
+        relaxed = json.loads(body)
+        self.assertEqual(relaxed["httpVersion"], "2")
+        self.assertIs(c.call("close", {"request": "lax"}), True)
+        for i in range(2):
+            _, body = exchange(c, "GET", url, handle="strict")
+            strict = json.loads(body)
+            self.assertEqual(strict["httpVersion"], "2")
+            self.assertNotEqual(strict["connection"], relaxed["connection"])
+
+
 def wait_done(c, handle, timeout=30):
     """The summary of ``handle`` once it is DONE (onStateChange is off: poll getState)."""
     import time
