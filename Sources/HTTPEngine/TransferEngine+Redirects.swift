@@ -111,8 +111,18 @@ extension TransferEngine {
     /// libcurl's liveness check finds it dead before any reuse (why only reading: see
     /// `closeConnections(usedBy:)`). A connection libcurl is watching again, or one it
     /// already closed, is left alone.
+    ///
+    /// So is an HTTP/2 connection: libcurl 7.88's liveness check of an idle HTTP/2
+    /// connection takes a read of end-of-file for "alive" (it only looks for frames
+    /// that end the session), and it keeps the connection after a stream on it fails,
+    /// so a shut one would fail every later request to that origin ("HTTP/2 stream N
+    /// was not closed cleanly before end of the underlying stream";
+    /// `test_real_peers.py` `H2Test.test_close_of_an_http2_connection_breaks_no_later_request`).
+    /// Such a connection stays in the cache; libcurl still gives it only to transfers
+    /// whose TLS settings match the ones it was opened with, so relaxed checks never
+    /// carry over to a request that verifies.
     func retire(_ w: SocketWatch) {
-        guard watch(w.fd) === w, w.openedByEngine, !w.watching else { return }
+        guard watch(w.fd) === w, w.openedByEngine, !w.watching, !w.multiplexed else { return }
         _ = Glibc.shutdown(w.fd, Int32(SHUT_RD))
     }
 

@@ -48,6 +48,8 @@ final class SocketWatch {
     /// The easy handle libcurl named the last time it asked to watch the descriptor:
     /// the transfer that used the connection most recently.
     var lastUser: UnsafeMutableRawPointer?
+    /// It speaks HTTP/2: `retire` leaves it alone (see there).
+    var multiplexed = false
     /// The poll's callback, made once per descriptor and reused on every restart.
     let ready: (Int32, PollEvents) -> Void
 

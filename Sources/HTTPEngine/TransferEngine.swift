@@ -353,7 +353,9 @@ public final class TransferEngine {
         guard xh_easy_getinfo_socket(slot.easy.raw, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket >= 0 else {
             return nil
         }
-        return watch(socket)
+        let w = watch(socket)
+        if (slot.easy.info(long: CURLINFO_HTTP_VERSION) ?? 0) >= Curl.http2 { w?.multiplexed = true }
+        return w
     }
 
     // MARK: - Deferred work

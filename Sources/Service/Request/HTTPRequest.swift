@@ -261,16 +261,32 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     }
 
     /// The seed's `close`: after DONE, the connections this request used are not reused,
-    /// and the checks its `disable…` calls switched off are switched back on (peer and
-    /// host verification, following redirects), so the next send verifies again.
+    /// and every pre-send option is back at its default (`resetOptions`), so the next
+    /// send verifies again and goes out as from a new object.
     func close() -> Bool {
         guard state == .done, let t = lastTransfer else { return false }
         env.engine.closeConnections(usedBy: t)
         lastTransfer = nil
+        resetOptions()
+        return true
+    }
+
+    /// Every option a client can set on the object before a send, back to its default
+    /// (the values of a new object): the checks the `disable…` calls switched off (peer
+    /// and host verification, following redirects, cookie handling), `setPipelining`,
+    /// the client certificate, the pin, the proxy, the retry policy and the post values.
+    /// A new per-request option belongs here too, or `close` leaves it set.
+    func resetOptions() {
         verifyPeer = true
         verifyHost = true
         followRedirects = true
-        return true
+        handlesCookies = true
+        multiplexing = true
+        clientCertificate = nil
+        pinnedPublicKey = nil
+        proxy = nil
+        retryPolicy = nil
+        postValues = []
     }
     var lastTransfer: Transfer?
 

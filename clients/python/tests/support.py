@@ -258,19 +258,26 @@ class XhrpcServer:
 
 class Upstream:
     """The fixture upstream (``Tests/Fixtures/upstream.py``) on 127.0.0.1; ``args`` are
-    more of its flags (``--tls-cert …`` for HTTPS)."""
+    more of its flags (``--tls-cert …`` for HTTPS).
 
-    def __init__(self, host="127.0.0.1", args=()):
+    Any fixture that prints ``READY <port>`` and stops at stdin EOF starts the same way:
+    ``script`` names it (in Tests/Fixtures; it must take ``--host``), ``env`` adds to its
+    environment."""
+
+    def __init__(self, host="127.0.0.1", args=(), script="upstream.py", env=None):
         self.host = host
         self.args = list(args)
+        self.script = script
+        self.env = env
         self.proc = None
         self.port = None
 
     def start(self):
         self.stderr_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, str(FIXTURES / "upstream.py"), "--host", self.host, "--port", "0"] + self.args,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file)
+            [sys.executable, str(FIXTURES / self.script), "--host", self.host] + self.args,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file,
+            env=dict(os.environ, **self.env) if self.env else None)
         deadline = time.monotonic() + START_DEADLINE
         line = b""
         fd = self.proc.stdout.fileno()
@@ -283,12 +290,20 @@ class Upstream:
             if ready:
                 chunk = os.read(fd, 256)
                 if not chunk:
-                    raise RuntimeError("upstream exited before READY (code %s)" % self.proc.wait(5))
+                    raise RuntimeError("%s exited before READY (code %s): %s" % (
+                        self.script, self.proc.wait(5), self.stderr_text()))
                 line += chunk
         if not line.startswith(b"READY ") or line.count(b"\n") != 1:
             raise RuntimeError("upstream printed %r instead of one READY line" % line)
         self.port = int(line.split()[1])
         return self
+
+    def stderr_text(self, limit=20000):
+        """What it wrote to stderr (empty once stopped)."""
+        if self.stderr_file.closed:
+            return ""
+        self.stderr_file.seek(0)
+        return self.stderr_file.read()[-limit:].decode("utf-8", "replace")
 
     @property
     def base(self):
