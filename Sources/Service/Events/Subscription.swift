@@ -6,12 +6,17 @@ final class Subscription {
     /// nil: every object of the principal.
     let handle: String?
     let events: Set<EventKind>
+    /// The least time, in milliseconds, between two `onProgress` notes of one request
+    /// to this subscriber (`NotificationHub`).
+    let progressInterval: UInt64
 
-    init(id: String, session: ClientSession, handle: String?, events: Set<EventKind>) {
+    init(id: String, session: ClientSession, handle: String?, events: Set<EventKind>,
+         progressInterval: UInt64 = NotificationHub.defaultProgressInterval) {
         self.id = id
         self.session = session
         self.handle = handle
         self.events = events
+        self.progressInterval = progressInterval
     }
 
     /// Whether it asked for `kind` events of `object`.
