@@ -6,6 +6,7 @@ the dripping upstream, unpaused, would have delivered many chunks, then resume a
 check the whole body byte-exact. No duration is asserted.
 """
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -60,12 +61,12 @@ class PauseAndResume(PauseCase):
         self.begin(c, "d", self.url("/drip/%d?seed=4&chunk=20&delay=10" % n))
         got = bytearray()
         poll_until(lambda: got.extend(self.read_some(c, "d")[0]) or len(got) > 0, 30, "the first bytes")
-        self.assertIs(c.call("pause", {"request": "d"}), True)
+        c.pause("d")
         # What arrived before the pause was answered is in the buffer; nothing after.
         got += self.read_some(c, "d")[0]
         self.assertLess(len(got), n)
         self.assertStill(c, "d", "paused")
-        self.assertIs(c.call("resume", {"request": "d"}), True)
+        c.resume("d")
         body = self.drain_all(c, "d", bytes(got))
         self.assertEqual(body, pattern.pattern_bytes(n, 4))
         self.assertEqual(c.call("getStatus", {"request": "d"}), 200)
@@ -211,6 +212,26 @@ class PausedRequestsDoNotExpire(PauseCase):
         self.assertEqual([(e["stateName"], e.get("paused")) for e in entry], [("SENT", True)])
         c.call("resume", {"request": "p"})
         self.assertEqual(self.drain_all(c, "p"), pattern.pattern_bytes(100, 0))
+
+
+class AsyncPause(PauseCase):
+    def test_the_async_client_pauses_and_resumes(self):
+        from xhrpc.aio import AsyncClient
+
+        async def main():
+            async with await AsyncClient.connect_unix(self.server.socket_path) as c:
+                await c.batch([("create", {"request": "a"}),
+                               ("open", {"request": "a", "method": "GET", "url": self.url("/drip/300?chunk=30")}),
+                               ("send", {"request": "a"})])
+                await c.pause("a")
+                paused = (await c.call("getState", {"request": "a"})).get("paused")
+                await c.resume("a")
+                with self.assertRaises(RPCError) as e:
+                    await c.pause("nobody")
+                return paused, e.exception.reason, await c.read_body("a", timeout=30)
+
+        paused, reason, body = asyncio.run(asyncio.wait_for(main(), 60))
+        self.assertEqual((paused, reason, body), (True, "unknown_handle", pattern.pattern_bytes(300, 0)))
 
 
 if __name__ == "__main__":

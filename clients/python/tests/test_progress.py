@@ -37,10 +37,7 @@ class ProgressPerSubscriber(ObjectTestCase):
         watchers = []
         for ms in intervals:
             w = self.connect()
-            params = {"request": "w"}
-            if ms is not None:
-                params["progressInterval"] = ms
-            w.call("subscribe", params)
+            w.subscribe("w", progress_interval=ms)
             watchers.append(w)
         owner.call("open", {"request": "w", "method": "GET", "url": self.url(path), "subscribe": False})
         owner.call("send", {"request": "w"})
