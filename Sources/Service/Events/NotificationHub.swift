@@ -94,6 +94,8 @@ final class NotificationHub {
     /// pace allows.
     func progressed(_ request: HTTPRequest) {
         guard !request.progressPending else { return }
+        // Nobody can be listening: no subscription at all, and the opener not told.
+        if request.principal.subscriptions.isEmpty, !request.openerGetsProgress { return }
         request.progressPending = true
         marked[ObjectIdentifier(request)] = request
         if let due = report(request, force: false) { arm(at: due) } else { unmark(request) }

@@ -13,6 +13,7 @@ import json
 import time
 
 from support import pattern
+from test_principals import ALICE, BOB
 from test_request_object import MIB, ObjectTestCase, poll_until
 from xhrpc import RPCError
 
@@ -212,6 +213,24 @@ class PausedRequestsDoNotExpire(PauseCase):
         self.assertEqual([(e["stateName"], e.get("paused")) for e in entry], [("SENT", True)])
         c.call("resume", {"request": "p"})
         self.assertEqual(self.drain_all(c, "p"), pattern.pattern_bytes(100, 0))
+
+
+class PauseIsThePrincipals(PauseCase):
+    """Another principal's request reads as unknown: it cannot pause or resume it."""
+
+    TCP = True
+    PRINCIPALS = (ALICE, BOB)
+
+    def test_another_principal_cannot_pause_or_resume(self):
+        with self.server.connect_as("alice") as alice, self.server.connect_as("bob") as bob:
+            self.begin(alice, "mine", self.url("/drip/300?chunk=30"), pause=True)
+            for method in ("pause", "resume"):
+                with self.assertRaises(RPCError) as e:
+                    bob.call(method, {"request": "mine"})
+                self.assertEqual(e.exception.reason, "unknown_handle", method)
+            self.assertIs(alice.call("getState", {"request": "mine"}).get("paused"), True)
+            alice.resume("mine")
+            self.assertEqual(self.drain_all(alice, "mine"), pattern.pattern_bytes(300, 0))
 
 
 class AsyncPause(PauseCase):
