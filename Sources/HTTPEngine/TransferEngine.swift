@@ -88,7 +88,7 @@ public final class TransferEngine {
         self.timeoutsDue()
     }
 
-    /// Makes the multi handle and the two timers. Throws when libcurl or libuv cannot
+    /// Makes the multi handle and the three timers. Throws when libcurl or libuv cannot
     /// (out of memory, a closed loop); nothing is left open then.
     public init(loop: Loop, options: EngineOptions = .init()) throws {
         self.loop = loop
