@@ -38,8 +38,8 @@ public final class Transfer {
     var connectionSuspect = false
     /// Where the caller's URL leads, read once at `start`: credentials go only there.
     var origin: URLTarget?
-    /// When the first hop started (`monotonicSeconds`), for the whole run's timeout and
-    /// `TransferMetrics.totalTime`; connections opened by earlier hops.
+    /// When the first hop started (`monotonicSeconds`), for `TransferMetrics.totalTime`
+    /// (the timeout reads `activeClock`); connections opened by earlier hops.
     var startedAt = 0.0
     var earlierConnections = 0
     public private(set) weak var delegate: TransferDelegate?
