@@ -91,7 +91,20 @@ extension TransferEngine {
             timeoutTimer.stop()
             return
         }
-        let ms = max(0, (earliest - TransferEngine.monotonicSeconds()) * 1000).rounded(.up)
+        armTimeout(at: earliest)
+    }
+
+    /// Makes the timer fire by `deadline` at the latest: a start adds one deadline, so
+    /// only an earlier one than the timer's needs a change (no scan of `timed`).
+    func armTimeout(for t: Transfer) {
+        guard isOpen, let d = t.activeClock.deadline(for: t.request.timeout) else { return }
+        if timeoutTimer.isActive, let armed = timeoutArmedFor, armed <= d { return }
+        armTimeout(at: d)
+    }
+
+    private func armTimeout(at deadline: Double) {
+        timeoutArmedFor = deadline
+        let ms = max(0, (deadline - TransferEngine.monotonicSeconds()) * 1000).rounded(.up)
         timeoutTimer.start(timeout: UInt64(min(ms, 1e12)), timeoutTimerFired)
     }
 

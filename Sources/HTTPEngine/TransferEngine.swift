@@ -48,6 +48,8 @@ public final class TransferEngine {
     let timeoutTimer: Timer
     /// Running transfers with a timeout; the rest never need the timeout timer.
     var timed: [ObjectIdentifier: Transfer] = [:]
+    /// The deadline the timeout timer was last armed for.
+    var timeoutArmedFor: Double?
     /// Counts the libuv handles this engine opened and not yet saw closed, so `shutdown`
     /// knows when the last close callback ran.
     let handles = HandleCounter()
@@ -178,7 +180,7 @@ public final class TransferEngine {
         active[ObjectIdentifier(t)] = t
         if t.request.timeout > 0 {
             timed[ObjectIdentifier(t)] = t
-            armTimeouts()
+            armTimeout(for: t)
         }
         if inCurl {
             t.state = .waitingToAdd
