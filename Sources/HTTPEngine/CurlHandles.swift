@@ -100,6 +100,9 @@ enum Curl {
     static let pollInOut = Int32(CURL_POLL_INOUT)
     static let pollRemove = Int32(CURL_POLL_REMOVE)
     static let pauseCont = Int32(CURLPAUSE_CONT)
+    static let pauseRecv = Int32(CURLPAUSE_RECV)
+    static let pauseAll = Int32(CURLPAUSE_RECV | CURLPAUSE_SEND)  // CURLPAUSE_ALL
+    static let readPause = Int(CURL_READFUNC_PAUSE)
     static let http11 = Int(CURL_HTTP_VERSION_1_1)
     static let http2 = Int(CURL_HTTP_VERSION_2_0)
     static let sslTLS12 = Int(CURL_SSLVERSION_TLSv1_2)

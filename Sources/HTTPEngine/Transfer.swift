@@ -38,8 +38,8 @@ public final class Transfer {
     var connectionSuspect = false
     /// Where the caller's URL leads, read once at `start`: credentials go only there.
     var origin: URLTarget?
-    /// When the first hop started (`monotonicSeconds`), for the whole run's timeout and
-    /// `TransferMetrics.totalTime`; connections opened by earlier hops.
+    /// When the first hop started (`monotonicSeconds`), for `TransferMetrics.totalTime`
+    /// (the timeout reads `activeClock`); connections opened by earlier hops.
     var startedAt = 0.0
     var earlierConnections = 0
     public private(set) weak var delegate: TransferDelegate?
@@ -66,10 +66,17 @@ public final class Transfer {
     var upload: UploadSource?
     var headParser = ResponseHeadParser()
     var headDelivered = false
-    /// The write callback returned `CURL_WRITEFUNC_PAUSE` and nobody unpaused it yet.
-    var paused = false
-    /// `resume()` was called and the engine's next-turn timer will unpause.
-    var resumeRequested = false
+    /// Why the transfer is paused (`PauseReasons`); empty while it flows.
+    public internal(set) var pauseReasons: PauseReasons = []
+    /// libcurl holds the transfer paused (a callback returned its pause code, or the
+    /// engine called `curl_easy_pause`) and no `CURLPAUSE_CONT` followed yet.
+    var pausedInCurl = false
+    /// `resume()` was called: the engine's next turn lifts `.noRoom`.
+    var roomMade = false
+    /// The engine's next-turn timer will bring libcurl's pause in line with the reasons.
+    var pauseUpdateScheduled = false
+    /// The whole-transfer timeout's clock (`TransferEngine+Pause.swift`).
+    var activeClock = ActiveClock()
     /// The cached connection this transfer used, noted at completion (weak: the watch
     /// goes when the socket closes).
     weak var lastConnection: SocketWatch?
@@ -106,9 +113,10 @@ public final class Transfer {
         engine?.scheduleResume(self)
     }
 
-    /// True from the moment the delegate refused body bytes until the engine unpaused
-    /// the transfer on a later turn (so still true between `resume()` and that turn).
-    public var isPaused: Bool { paused }
+    /// True while any reason pauses it: from the moment the delegate refused body bytes
+    /// until the engine unpaused the transfer on a later turn (so still true between
+    /// `resume()` and that turn), and while the caller holds it paused (`pause()`).
+    public var isPaused: Bool { !pauseReasons.isEmpty }
 
     /// Frees what libcurl borrowed for this run. Called when the transfer leaves the
     /// multi (completion, cancel, shutdown), after libcurl stopped using these.
@@ -141,6 +149,11 @@ public final class Transfer {
         // The body of a redirect being followed: read so the connection can be reused,
         // and dropped (libcurl does the same with the bodies of redirects it follows).
         if redirectHead != nil { return bytes.count }
+        // Paused by the caller: libcurl keeps the bytes and offers them after `unpause`.
+        if pauseReasons.contains(.requested) {
+            pausedInCurl = true
+            return Curl.writePause
+        }
         if !headDelivered {
             deliverHead(delegate)
             guard state == .running else { return 0 }
@@ -148,7 +161,8 @@ public final class Transfer {
         let accepted = delegate.transfer(self, receivedBody: bytes)
         guard state == .running else { return 0 }
         if accepted { return bytes.count }
-        paused = true
+        pauseReasons.insert(.noRoom)
+        pausedInCurl = true
         return Curl.writePause
     }
 
@@ -157,6 +171,11 @@ public final class Transfer {
     func headerLineArrived(_ line: UnsafeRawBufferPointer) -> Int {
         guard state == .running else { return 0 }
         guard !headDelivered else { return line.count }
+        // Paused by the caller: the line is offered again after `unpause`.
+        if pauseReasons.contains(.requested) {
+            pausedInCurl = true
+            return Curl.writePause
+        }
         headParser.consume(line: line)
         // The blank line ends a block: if it is the final response's, the client sees
         // HEADERS_RECEIVED now, not only when the first body byte comes.

@@ -30,6 +30,10 @@ enum TransferCallbacks {
         guard let userp, let buffer else { return Curl.readAbort }
         let t = Unmanaged<Transfer>.fromOpaque(userp).takeUnretainedValue()
         guard t.state == .running, let upload = t.upload else { return Curl.readAbort }
+        if t.pauseReasons.contains(.requested) {
+            t.pausedInCurl = true
+            return Curl.readPause
+        }
         return upload.read(into: UnsafeMutableRawPointer(buffer), capacity: size * count)
     }
 

@@ -87,10 +87,9 @@ extension TransferEngine {
         guard r.timeout >= 0, r.timeout.isFinite else {
             throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Timeout must be 0 (none) or a positive number of seconds")
         }
-        if r.timeout > 0 {
-            let ms = min(r.timeout * 1000, Double(Int32.max)).rounded(.up)
-            try e.set(CURLOPT_TIMEOUT_MS, max(1, Int(ms)))
-        }
+        // The timeout is the engine's own clock, not `CURLOPT_TIMEOUT_MS`: libcurl's
+        // runs on while a transfer is paused, and a paused transfer must not time out
+        // (`TransferEngine+Pause.swift`).
         guard r.maxRedirects >= 0 else {
             throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "maxRedirects must be 0 or more")
         }

@@ -22,7 +22,7 @@ import CShims
 ///   policy before anything is sent to it (`redirectTarget`);
 /// - method, body and headers, and credentials only to the caller's origin
 ///   (`RedirectRule`);
-/// - the timeout, which is for the whole run: each hop gets what is left of it;
+/// - the timeout, which is for the whole run (the engine's own clock, `TransferEngine+Pause.swift`);
 /// - an upload body is rewound: `configure` opens it again for the new hop.
 extension TransferEngine {
     /// Starts the hop that `redirect` (the head of the hop that just completed) leads
@@ -41,7 +41,7 @@ extension TransferEngine {
         }
         var remaining = 0.0
         if t.request.timeout > 0 {
-            remaining = t.request.timeout - (TransferEngine.monotonicSeconds() - t.startedAt)
+            remaining = t.request.timeout - t.activeClock.seconds(at: TransferEngine.monotonicSeconds())
             guard remaining > 0 else {
                 return TransferFailure(CURLE_OPERATION_TIMEDOUT,
                                        "Operation timed out after \(Int(t.request.timeout * 1000)) milliseconds, while following a redirect")
@@ -79,6 +79,7 @@ extension TransferEngine {
             return TransferFailure(CURLE_FAILED_INIT, "Cannot follow the redirect: \(String(cString: curl_multi_strerror(rc)))")
         }
         t.inMulti = true
+        holdIfRequested(t)
         return nil
     }
 
@@ -145,6 +146,10 @@ extension Transfer {
         headParser = ResponseHeadParser()
         deniedAddresses = []
         allowedConnects = 0
-        paused = false
+        // A new easy configuration starts unpaused; only the caller's pause carries over
+        // (`TransferEngine.holdIfRequested`).
+        pauseReasons.remove(.noRoom)
+        pausedInCurl = false
+        roomMade = false
     }
 }

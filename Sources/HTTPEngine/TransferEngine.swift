@@ -13,8 +13,9 @@ import Logging
 /// Pieces and who owns them:
 /// - The multi handle and its connection cache (so sequential requests to one host reuse
 ///   a connection), capped by `EngineOptions`. Cleaned up in `shutdown`.
-/// - One `Timer` for libcurl's timeout (`CURLMOPT_TIMERFUNCTION`) and one for work
-///   deferred to the next turn (`resume`, failed polls).
+/// - One `Timer` for libcurl's timeout (`CURLMOPT_TIMERFUNCTION`), one for work
+///   deferred to the next turn (`resume`, failed polls), and one for the transfers'
+///   own timeouts (`TransferEngine+Pause.swift`).
 /// - One `Poll` per socket (see `TransferEngine+Sockets.swift`), restarted when
 ///   libcurl's interest changes, stopped lazily when libcurl stops watching, and closed
 ///   only when libcurl closes the socket.
@@ -43,6 +44,12 @@ public final class TransferEngine {
     let curlTimer: Timer
     /// Fires on the next turn to run `pendingResumes` and `pendingSocketErrors`.
     let deferredTimer: Timer
+    /// Fires at the earliest deadline of the transfers in `timed`.
+    let timeoutTimer: Timer
+    /// Running transfers with a timeout; the rest never need the timeout timer.
+    var timed: [ObjectIdentifier: Transfer] = [:]
+    /// The deadline the timeout timer was last armed for.
+    var timeoutArmedFor: Double?
     /// Counts the libuv handles this engine opened and not yet saw closed, so `shutdown`
     /// knows when the last close callback ran.
     let handles = HandleCounter()
@@ -54,8 +61,8 @@ public final class TransferEngine {
     /// libcurl's callbacks rely on.
     var active: [ObjectIdentifier: Transfer] = [:]
 
-    /// Running transfers whose body is paused until their reader makes room (for
-    /// metrics; counted when asked).
+    /// Running transfers paused for any reason (`PauseReasons`: their reader has no
+    /// room, or their client paused them); for metrics, counted when asked.
     public var pausedTransferCount: Int { active.values.reduce(0) { $0 + ($1.isPaused ? 1 : 0) } }
     /// Reset easy handles ready for the next transfer.
     var pool: [EasySlot] = []
@@ -79,8 +86,11 @@ public final class TransferEngine {
     lazy var deferredTimerFired: () -> Void = { [unowned self] in
         self.runDeferred()
     }
+    lazy var timeoutTimerFired: () -> Void = { [unowned self] in
+        self.timeoutsDue()
+    }
 
-    /// Makes the multi handle and the two timers. Throws when libcurl or libuv cannot
+    /// Makes the multi handle and the three timers. Throws when libcurl or libuv cannot
     /// (out of memory, a closed loop); nothing is left open then.
     public init(loop: Loop, options: EngineOptions = .init()) throws {
         self.loop = loop
@@ -89,16 +99,19 @@ public final class TransferEngine {
             throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_multi_init failed: out of memory")
         }
         multi = MultiHandle(raw: m)
-        let t1: Timer, t2: Timer
+        let t1: Timer, t2: Timer, t3: Timer
         do {
             t1 = try Timer(loop: loop)
             do { t2 = try Timer(loop: loop) } catch { t1.close(); throw error }
+            do { t3 = try Timer(loop: loop) } catch { t1.close(); t2.close(); throw error }
         } catch {
             curl_multi_cleanup(m)
             throw error
         }
         curlTimer = t1
         deferredTimer = t2
+        timeoutTimer = t3
+        handles.opened()
         handles.opened()
         handles.opened()
 
@@ -147,6 +160,7 @@ public final class TransferEngine {
         let target = try TransferEngine.validate(url: t.request.url)
         t.origin = target
         t.startedAt = TransferEngine.monotonicSeconds()
+        t.activeClock.start(at: t.startedAt)
         if let denial = startDenial(target) {
             deny(t, denial)
             return
@@ -164,6 +178,10 @@ public final class TransferEngine {
         t.slot = slot
         t.engine = self
         active[ObjectIdentifier(t)] = t
+        if t.request.timeout > 0 {
+            timed[ObjectIdentifier(t)] = t
+            armTimeout(for: t)
+        }
         if inCurl {
             t.state = .waitingToAdd
             pendingAdds.append(t)
@@ -184,6 +202,7 @@ public final class TransferEngine {
         }
         t.inMulti = true
         t.state = .running
+        holdIfRequested(t)
         return nil
     }
 
@@ -224,8 +243,10 @@ public final class TransferEngine {
             t.releaseResources()
             recycle(slot)
         }
-        t.paused = false
+        t.pauseReasons = []
+        t.pausedInCurl = false
         active.removeValue(forKey: ObjectIdentifier(t))
+        timed.removeValue(forKey: ObjectIdentifier(t))
     }
 
     /// Resets a slot for the pool, or lets it go (and be cleaned up) when the pool is
@@ -360,10 +381,18 @@ public final class TransferEngine {
 
     // MARK: - Deferred work
 
-    /// Queues an unpause for the next turn (see `Transfer.resume`).
+    /// Queues an unpause for the next turn (see `Transfer.resume`): the delegate made
+    /// room, so `.noRoom` is lifted then.
     func scheduleResume(_ t: Transfer) {
-        guard isOpen, t.state == .running || t.state == .waitingToAdd, !t.resumeRequested else { return }
-        t.resumeRequested = true
+        guard isOpen, t.state == .running || t.state == .waitingToAdd else { return }
+        t.roomMade = true
+        schedulePauseUpdate(t)
+    }
+
+    /// Queues, for the next turn, bringing libcurl's pause in line with `t`'s reasons.
+    func schedulePauseUpdate(_ t: Transfer) {
+        guard !t.pauseUpdateScheduled else { return }
+        t.pauseUpdateScheduled = true
         pendingResumes.append(t)
         armDeferred()
     }
@@ -387,15 +416,7 @@ public final class TransferEngine {
         let errors = pendingSocketErrors
         pendingSocketErrors = []
         inCurl = true
-        for t in resumes {
-            t.resumeRequested = false
-            guard t.state == .running, t.paused, let slot = t.slot else { continue }
-            t.paused = false
-            // Delivers the held bytes to the delegate from inside this call; it may
-            // refuse them again, which pauses again.
-            let rc = curl_easy_pause(slot.easy.raw, Curl.pauseCont)
-            if rc != CURLE_OK { log.warning("curl_easy_pause: \(String(cString: curl_easy_strerror(rc)))") }
-        }
+        for t in resumes { applyPause(t) }
         var running: Int32 = 0
         for fd in errors {
             _ = curl_multi_socket_action(multi.raw, fd, Curl.selectErr, &running)
@@ -444,6 +465,8 @@ public final class TransferEngine {
         watches = []
         curlTimer.close(handles.closedCallback)
         deferredTimer.close(handles.closedCallback)
+        timeoutTimer.close(handles.closedCallback)
+        timed = [:]
         handles.whenAllClosed(completion)
     }
 }

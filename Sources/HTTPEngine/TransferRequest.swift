@@ -97,7 +97,8 @@ public struct TransferRequest {
     /// and so are the reserved names (`reservedHeaderNames`).
     public var headers: [(name: String, value: String)]
     public var body: TransferBody
-    /// Seconds for the whole transfer, connect and redirects included; 0 means no limit.
+    /// Seconds for the whole transfer, connect and redirects included, not counting the
+    /// time the caller held it paused (`Transfer.pause`); 0 means no limit.
     public var timeout: Double
     /// Follow `Location` (default true), at most `maxRedirects` hops (default 10).
     public var followRedirects: Bool

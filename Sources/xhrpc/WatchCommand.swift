@@ -35,8 +35,8 @@ struct WatchCommand: AsyncParsableCommand {
         }
     }
 
-    /// `r1 DONE 200 OK`, `r1 SENT (attempt 2)` for a retry, `r1 progress 1.0 MiB / 4.0 MiB`,
-    /// or the method and its params.
+    /// `r1 DONE 200 OK`, `r1 SENT (attempt 2)` for a retry, `r1 progress 1.0 MiB / 4.0 MiB`
+    /// (`/ unknown` when the size is not known), or the method and its params.
     static func line(_ n: ServerNotification) -> String {
         let p = n.params
         let handle = p["request"]?.stringValue ?? "-"
@@ -49,9 +49,10 @@ struct WatchCommand: AsyncParsableCommand {
             return s
         case "onProgress":
             let got = p["totalBytesReceived"]?.int64Value ?? 0
-            let total = p["totalBytesExpectedToReceive"]?.int64Value ?? 0
+            // -1: the server does not know the size (no Content-Length, a chunked body).
+            let total = p["totalBytesExpectedToReceive"]?.int64Value ?? -1
             var s = "\(handle) progress \(ProgressBar.size(got))"
-            if total > 0 { s += " / \(ProgressBar.size(total))" }
+            s += total < 0 ? " / unknown" : " / \(ProgressBar.size(total))"
             if let up = p["totalBytesWritten"]?.int64Value, up > 0 { s += " (sent \(ProgressBar.size(up)))" }
             return s
         default:

@@ -61,12 +61,17 @@ export interface StateChangeParams {
   url?: string;
 }
 
-/** `onProgress`, to subscribers that asked for progress; the expected totals are 0 when unknown. */
+/**
+ * `onProgress`, to subscribers that asked for progress, each at its own pace (subscribe's
+ * `progressInterval`); `bytesWritten` and `bytesReceived` count what moved since this
+ * connection's previous note, and the expected totals are -1 when unknown.
+ */
 export interface ProgressParams {
   request: string;
   bytesWritten: number;
   totalBytesWritten: number;
   totalBytesExpectedToWrite: number;
+  bytesReceived: number;
   totalBytesReceived: number;
   totalBytesExpectedToReceive: number;
 }
@@ -345,6 +350,8 @@ export interface ListedRequest {
   method: string;
   url: string;
   status: number;
+  /** Present, and true, while the request is paused (`pause`). */
+  paused?: true;
 }
 
 /** A socket object's states, by number 0…4. */
@@ -406,7 +413,9 @@ export interface Methods {
   send: { params: OnRequest & { body?: string; bodyBase64?: string; timeout?: number }; result: true | StateSummary };
   sendData: { params: OnRequest & { data: string; timeout?: number }; result: true | StateSummary };
   sendWithFile: { params: OnRequest & { path: string; timeout?: number }; result: true | StateSummary };
-  getState: { params: OnRequest; result: { state: number; stateName: StateName; attempt: number } };
+  getState: { params: OnRequest; result: { state: number; stateName: StateName; attempt: number; paused?: true } };
+  pause: { params: OnRequest; result: true };
+  resume: { params: OnRequest; result: true };
   getStatus: { params: OnRequest; result: number };
   getStatusText: { params: OnRequest; result: string };
   getResponseHeader: { params: OnRequest & { header: string }; result: string };
@@ -423,7 +432,16 @@ export interface Methods {
   setRetryPolicy: { params: OnRequest & RetryPolicy; result: true };
   fetch: { params: FetchParams; result: FetchResult };
   subscribe: {
-    params: { request?: string; socket?: string; all?: boolean; events?: Array<'stateChange' | 'progress'>; details?: boolean };
+    params: {
+      request?: string;
+      socket?: string;
+      all?: boolean;
+      events?: Array<'stateChange' | 'progress'>;
+      /** Milliseconds between two onProgress of one request to this connection: default 100, at least 10. */
+      progressInterval?: number;
+      /** true: onStateChange to this connection carry the request's method and redacted url. */
+      details?: boolean;
+    };
     result: { subscription: string };
   };
   unsubscribe: { params: { subscription: string }; result: true };
@@ -663,6 +681,10 @@ export class Client {
   /** The inbox, oldest first (not removed). */
   pending(): InboxMessage[];
 
+  /** The pause method: pauses a request's transfer in flight until resume; rejects with invalid_state otherwise. */
+  pause(request: string, options?: CallOptions): Promise<void>;
+  /** The resume method: lifts pause. */
+  resume(request: string, options?: CallOptions): Promise<void>;
   /** Reads a request's whole body, byte-exact. */
   readBody(request: string, options?: ReadBodyOptions): Promise<Bytes>;
   /** The fetch method: a whole exchange in one call; no response is status 0, not a rejection. */

@@ -6,15 +6,28 @@ import JSONRPC
 ///
 /// State changes go out at once, each exactly once per connection, in order; they are
 /// never dropped (a connection that cannot keep up is closed by its out-queue limit).
-/// Progress is coalesced: a request that progressed is marked, and one timer, running
-/// only while something is marked, reports each marked request at most once per tick
-/// (50 ms), so a fast transfer costs a subscriber twenty small messages a second.
+///
+/// Progress is paced per connection: each gets at most one note per request every
+/// `progressInterval` milliseconds of its own (its subscription's, the shortest if it
+/// has several covering the request; `defaultProgressInterval` for the connection that
+/// started the request when it asked for progress that way (`openerGetsProgress`) and
+/// has no subscription of its own), each note saying what moved since that
+/// connection's previous one (`ProgressCursor`). A request whose figures changed is
+/// marked; one timer, armed for the earliest moment a marked request owes some
+/// connection a note, sends what is due and leaves the request marked while any
+/// connection is still behind. Before DONE every connection that is behind gets the
+/// final figures at once (`flushProgress`), whatever its pace.
 final class NotificationHub {
-    static let progressInterval: UInt64 = 50
+    static let defaultProgressInterval: UInt64 = 100
+    static let minimumProgressInterval: UInt64 = 10
+    private let loop: Loop
     private let timer: Timer
+    /// When (loop time, ms) the timer fires, while it is armed.
+    private var armedFor: UInt64?
     private var marked: [ObjectIdentifier: HTTPRequest] = [:]
 
     init(loop: Loop) throws {
+        self.loop = loop
         timer = try Timer(loop: loop)
     }
 
@@ -79,49 +92,95 @@ final class NotificationHub {
         return out
     }
 
-    /// Marks a request whose progress changed; reported at the next tick.
+    /// The connections that receive `onProgress` of `request`, each once, with its
+    /// pace: its subscriptions' shortest interval, or the default for the opener when
+    /// the request sends it progress (`openerGetsProgress`).
+    func progressRecipients(of request: HTTPRequest) -> [(session: ClientSession, interval: UInt64)] {
+        var index: [ObjectIdentifier: Int] = [:]
+        var out: [(session: ClientSession, interval: UInt64)] = []
+        for sub in request.principal.subscriptions.values where sub.covers(request, .progress) {
+            guard let s = sub.session, s.connection.isOpen else { continue }
+            if let i = index[ObjectIdentifier(s)] {
+                out[i].interval = min(out[i].interval, sub.progressInterval)
+            } else {
+                index[ObjectIdentifier(s)] = out.count
+                out.append((s, sub.progressInterval))
+            }
+        }
+        if request.openerGetsProgress, let o = request.opener, o.connection.isOpen, index[ObjectIdentifier(o)] == nil {
+            out.append((o, Self.defaultProgressInterval))
+        }
+        return out
+    }
+
+    /// Marks a request whose progress changed; its notes go out when each connection's
+    /// pace allows.
     func progressed(_ request: HTTPRequest) {
         guard !request.progressPending else { return }
+        // Nobody can be listening: no subscription at all, and the opener not told.
+        if request.principal.subscriptions.isEmpty, !request.openerGetsProgress { return }
         request.progressPending = true
         marked[ObjectIdentifier(request)] = request
-        if !timer.isActive {
-            timer.start(timeout: Self.progressInterval, repeat: Self.progressInterval) { [unowned self] in tick() }
-        }
+        if let due = report(request, force: false) { arm(at: due) } else { unmark(request) }
     }
 
-    /// Reports a request's pending progress now (before its DONE), so the last figures
-    /// arrive before the end.
+    /// Sends every connection that is behind the request's current figures now (before
+    /// its DONE), so the last figures arrive before the end.
     func flushProgress(of request: HTTPRequest) {
         guard request.progressPending else { return }
-        marked[ObjectIdentifier(request)] = nil
-        report(request)
+        unmark(request)
+        _ = report(request, force: true)
     }
 
-    /// Drops a released object's pending report.
+    /// Drops a released object's pending notes.
     func forget(_ object: any SessionObject) {
         guard let request = object as? HTTPRequest else { return }
+        unmark(request)
+    }
+
+    private func unmark(_ request: HTTPRequest) {
         marked[ObjectIdentifier(request)] = nil
         request.progressPending = false
+    }
+
+    private func arm(at due: UInt64) {
+        if let at = armedFor, at <= due, timer.isActive { return }
+        armedFor = due
+        let now = loop.now
+        timer.start(timeout: due > now ? due - now : 0) { [unowned self] in tick() }
     }
 
     private func tick() {
-        let due = marked.values
-        marked = [:]
-        for r in due { report(r) }
-        if marked.isEmpty { timer.stop() }
+        armedFor = nil
+        var next: UInt64?
+        for r in Array(marked.values) {
+            if let due = report(r, force: false) {
+                next = min(next ?? due, due)
+            } else {
+                unmark(r)
+            }
+        }
+        if let next { arm(at: next) }
     }
 
-    private func report(_ request: HTTPRequest) {
-        request.progressPending = false
-        let delta = request.takeProgressDelta()
-        let targets = recipients(of: request, .progress)
-        guard !targets.isEmpty else { return }
-        let p = request.progress
-        let params: JSONValue = [
-            "request": .string(request.handle), "bytesWritten": .int(delta), "totalBytesWritten": .int(p.uploaded),
-            "totalBytesExpectedToWrite": .int(p.uploadTotal), "totalBytesReceived": .int(p.downloaded),
-            "totalBytesExpectedToReceive": .int(p.downloadTotal),
-        ]
-        for s in targets { s.connection.notify("onProgress", params) }
+    /// Sends the notes that are due (all that are behind, with `force`); returns when
+    /// the next one falls due, or nil when every connection has the current figures.
+    private func report(_ request: HTTPRequest, force: Bool) -> UInt64? {
+        let now = loop.now
+        var next: UInt64?
+        for (s, interval) in progressRecipients(of: request) {
+            let key = ObjectIdentifier(s)
+            var cursor = request.progressCursors[key].flatMap { $0.session === s ? $0 : nil } ?? ProgressCursor(session: s)
+            if cursor.last == request.progress { continue }
+            if !force, cursor.last != nil, now < cursor.sentAt + interval {
+                next = min(next ?? cursor.sentAt + interval, cursor.sentAt + interval)
+                continue
+            }
+            s.connection.notify("onProgress", request.progressNote(since: cursor.last))
+            cursor.last = request.progress
+            cursor.sentAt = now
+            request.progressCursors[key] = cursor
+        }
+        return next
     }
 }

@@ -128,7 +128,19 @@ extension Server {
         }
 
         onRequest("getState") { r, _ in
-            ["state": .int(Int64(r.state.rawValue)), "stateName": .string(r.state.name), "attempt": .int(Int64(r.attempt))]
+            var o: JSONObject = ["state": .int(Int64(r.state.rawValue)), "stateName": .string(r.state.name),
+                                 "attempt": .int(Int64(r.attempt))]
+            r.markPaused(&o)
+            return .object(o)
+        }
+
+        onRequest("pause") { r, _ in
+            try r.pause()
+            return true
+        }
+        onRequest("resume") { r, _ in
+            try r.resume()
+            return true
         }
 
         onRequest("setRetryPolicy", params: ["maxAttempts", "initialDelay?", "maxDelay?", "retryOn?"]) { r, call in

@@ -4,7 +4,7 @@ import JSONRPC
 /// `subscribe` and `unsubscribe` (api/openrpc.json).
 extension Server {
     func registerSubscriptionMethods() {
-        registry.register("subscribe", params: ["request?", "socket?", "all?", "events?", "details?"]) { [unowned self] call in
+        registry.register("subscribe", params: ["request?", "socket?", "all?", "events?", "details?", "progressInterval?"]) { [unowned self] call in
             let s = try session(call)
             // Subscriptions cost the server as requests do, and share their limit.
             try s.principal.check("subscriptions", current: s.principal.subscriptions.count,
@@ -35,8 +35,10 @@ extension Server {
                 }
             }
             let details = try p.bool("details", default: false)
+            let interval = try progressInterval(p)
             let id = ObjectName.generate(prefix: "sub_") { s.principal.subscriptions[$0] != nil }
-            s.principal.subscriptions[id] = Subscription(id: id, session: s, handle: handle, events: events, details: details)
+            s.principal.subscriptions[id] = Subscription(id: id, session: s, handle: handle, events: events,
+                                                         details: details, progressInterval: interval)
             s.subscriptionIDs.insert(id)
             return .result(["subscription": .string(id)])
         }
@@ -51,5 +53,16 @@ extension Server {
             s.subscriptionIDs.remove(id)
             return .result(true)
         }
+    }
+
+    /// `subscribe`'s `progressInterval`: whole milliseconds, at least
+    /// `NotificationHub.minimumProgressInterval`, at most a day; the default when absent.
+    private func progressInterval(_ p: Params) throws(RPCError) -> UInt64 {
+        guard let v = p["progressInterval"] else { return NotificationHub.defaultProgressInterval }
+        let least = NotificationHub.minimumProgressInterval, most: Int64 = 86_400_000
+        guard let ms = v.int64Value, ms >= Int64(least), ms <= most else {
+            throw RPCError.invalidParams("'progressInterval' must be a whole number of milliseconds from \(least) to \(most)")
+        }
+        return UInt64(ms)
     }
 }

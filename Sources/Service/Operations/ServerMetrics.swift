@@ -34,6 +34,8 @@ final class ServerMetrics {
     private let loopLag: CoreMetrics.Timer
     let requestsInFlight: CoreMetrics.Gauge
     let socketsOpen: CoreMetrics.Gauge
+    /// Transfers paused for any reason: by their client (`pause`) or for lack of room
+    /// (`TransferEngine.pausedTransferCount`).
     let transfersPaused: CoreMetrics.Gauge
 
     /// The transports a connection is counted under.

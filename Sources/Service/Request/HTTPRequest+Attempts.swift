@@ -94,6 +94,7 @@ extension HTTPRequest {
     func startTransfer(_ request: TransferRequest) throws {
         let t = Transfer(request: request, delegate: self)
         try env.engine.start(t)
+        if pausedByClient { t.pause() }
         transfer = t
         receivedBytes = 0
     }

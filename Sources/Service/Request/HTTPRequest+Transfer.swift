@@ -19,6 +19,7 @@ extension HTTPRequest {
                     attempt = 0
                     planned = nil
                 }
+                if s == .opened || s == .done { pausedByClient = false }
                 if s == .done {
                     hub.flushProgress(of: self)
                     if let started = sentAt {
@@ -47,7 +48,7 @@ extension HTTPRequest {
                 pendingHead = nil
                 body.removeAll()
                 progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
-                lastReportedUpload = 0
+                progressCursors = [:]
             case .clearRequest:
                 headers = []
                 postValues = []
@@ -130,7 +131,7 @@ extension HTTPRequest {
     /// Resumes a paused transfer once both this request's buffer and its principal's
     /// total have room again.
     func budgetFreed() {
-        guard let t = transfer, t.isPaused, body.count < settings.maxBufferBytes else { return }
+        guard let t = transfer, t.pauseReasons.contains(.noRoom), body.count < settings.maxBufferBytes else { return }
         if principal.budgetExhausted {
             principal.waitForBudget(self)
         } else {
@@ -183,13 +184,5 @@ extension HTTPRequest {
         sentBytes = Int(max(0, progress.uploaded))
         principal.usage.httpBytesSent += UInt64(max(0, progress.uploaded))
         if t.request.cookieJar != nil { env.cookiesMayHaveChanged(for: principal) }
-    }
-
-    /// Marks the current progress as reported and returns the upload delta since the
-    /// previous report.
-    func takeProgressDelta() -> Int64 {
-        let delta = progress.uploaded - lastReportedUpload
-        lastReportedUpload = progress.uploaded
-        return delta
     }
 }

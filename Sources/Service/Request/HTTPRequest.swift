@@ -73,6 +73,9 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         didSet { countInFlight() }
     }
     private var countedInFlight = false
+    /// The client paused this send (`HTTPRequest+Pause.swift`); every transfer of the
+    /// send starts paused while it is set.
+    var pausedByClient = false
 
     /// A send is in flight while it has a transfer or waits between attempts.
     private func countInFlight() {
@@ -106,10 +109,17 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var syncCall: RPCCall?
     var onDone: (() -> Void)?
 
-    // Progress, coalesced by the hub.
+    // Progress, paced per recipient by the hub (`HTTPRequest+Progress.swift`).
     var progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
-    var lastReportedUpload: Int64 = 0
+    /// What each connection was last told, by session.
+    var progressCursors: [ObjectIdentifier: ProgressCursor] = [:]
     var progressPending = false
+    /// The opener hears `onProgress` too, at the default pace unless a subscription of
+    /// its own sets another. Off for the object API, whose `open {subscribe}` promises
+    /// state changes only (progress is `subscribe`'s); the calls that start a whole
+    /// transfer in one go and report on it (`upload`, `download`, `fetch {subscribe}`)
+    /// switch it on.
+    var openerGetsProgress = false
 
     /// When a call last named this request, or it last changed state, on the server's
     /// clock: `ObjectLifetime` releases it when that is `--request-ttl` ago.
@@ -131,8 +141,13 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var isIdle: Bool { !state.isInFlight }
 
     var listEntry: JSONValue {
-        ["request": .string(handle), "kind": .string(Self.kind), "state": .int(Int64(state.rawValue)), "stateName": .string(state.name),
-         "method": .string(method), "url": .string(displayURL), "status": .int(Int64(status))]
+        var entry: JSONObject = [
+            "request": .string(handle), "kind": .string(Self.kind), "state": .int(Int64(state.rawValue)),
+            "stateName": .string(state.name), "method": .string(method), "url": .string(displayURL),
+            "status": .int(Int64(status)),
+        ]
+        markPaused(&entry)
+        return .object(entry)
     }
 
     // MARK: Calls

@@ -360,6 +360,20 @@ class Client extends EventEmitter {
   // ---- request objects ---------------------------------------------------
 
   /**
+   * The `pause` method: pauses a request's transfer in flight, both directions, until
+   * `resume`; its send's timeout does not run meanwhile. Rejects with an RPCError
+   * (reason `invalid_state`) when the request is not in flight. Options as `call`'s.
+   */
+  async pause(request, options = {}) {
+    await this.call('pause', { request }, options);
+  }
+
+  /** The `resume` method: lifts `pause`; the transfer goes on where it stopped. */
+  async resume(request, options = {}) {
+    await this.call('resume', { request }, options);
+  }
+
+  /**
    * Reads a request's whole body: calls getReceiveBuffer (base64) until it says done and
    * resolves to the bytes as one Buffer. When a read brings nothing new it waits for the
    * request's next notification, or BODY_POLL_MS at most (a body arriving after LOADING

@@ -232,6 +232,33 @@ class Watch(CLICase):
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(RUN_DEADLINE), -signal.SIGTERM)
 
+    def test_watch_shows_an_unknown_size_as_unknown(self):
+        proc = subprocess.Popen([self.cli, "watch", "--socket", self.server.socket_path],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(proc.stderr.close)
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait(RUN_DEADLINE)))
+        self.assertIn(b"watching every request", proc.stderr.readline())
+        with Client.connect_unix(self.server.socket_path) as c:
+            for name, path in (("chunked", "/chunked/100000?chunk=1000"), ("sized", "/bytes/100000")):
+                c.call("create", {"request": name})
+                c.call("open", {"request": name, "method": "GET", "url": self.upstream.url(path), "async": False})
+                c.call("send", {"request": name}, timeout=20)
+        progress = {"chunked": [], "sized": []}
+        done = set()
+        while done != {"chunked", "sized"}:
+            raw = proc.stdout.readline()
+            self.assertTrue(raw, "watch ended early; got %r" % progress)
+            name, _, rest = raw.decode().strip().partition(" ")
+            if rest.startswith("progress "):
+                progress[name].append(rest)
+            elif rest.startswith("DONE"):
+                done.add(name)
+        self.assertEqual(progress["chunked"][-1], "progress 97.7 KiB / unknown")
+        self.assertEqual(progress["sized"][-1], "progress 97.7 KiB / 97.7 KiB")
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(RUN_DEADLINE), -signal.SIGTERM)
+
 
 class Socket(CLICase):
     """``xhrpc socket HOST PORT``: standard input to a raw socket, what it receives to

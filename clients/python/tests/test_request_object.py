@@ -801,7 +801,7 @@ class Subscriptions(ObjectTestCase):
         self.assertTrue(progress, "no onProgress at all")
         self.assertLess(len(progress), 40)
         keys = {"request", "bytesWritten", "totalBytesWritten", "totalBytesExpectedToWrite",
-                "totalBytesReceived", "totalBytesExpectedToReceive"}
+                "bytesReceived", "totalBytesReceived", "totalBytesExpectedToReceive"}
         running = 0
         for p in progress:
             self.assertEqual(set(p), keys)

@@ -49,6 +49,7 @@ from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT
                      _socket_connect_params, _socket_create_params, _socket_error, _socket_event,
                      _socket_read_params, _socket_write_params, _SocketBuffer, _Source, _status_calls,
                      _unlink_quietly, _until, default_socket_path, encode)
+from .client import _subscribe_params
 
 __all__ = ["AsyncClient", "AsyncInterceptor", "AsyncSocket", "RPCError", "ConnectionClosed", "SocketError",
            "TransferError"]
@@ -520,6 +521,25 @@ class AsyncClient:
             self._inbox = collections.deque(kept)
 
     # ---- request objects -------------------------------------------------
+
+    async def subscribe(self, request: Optional[str] = None, *, socket: Optional[str] = None, all: bool = False,
+                        events: Optional[Iterable[str]] = None, progress_interval: Optional[int] = None,
+                        timeout: Optional[float] = 10) -> str:
+        """As ``Client.subscribe``: returns the subscription's id."""
+        params = _subscribe_params(request, socket, all, events, progress_interval)
+        return str((await self.call("subscribe", params, timeout=timeout))["subscription"])
+
+    async def unsubscribe(self, subscription: str, *, timeout: Optional[float] = 10) -> None:
+        """Ends a subscription made by this connection."""
+        await self.call("unsubscribe", {"subscription": subscription}, timeout=timeout)
+
+    async def pause(self, request: str, *, timeout: Optional[float] = 10) -> None:
+        """As ``Client.pause``: pauses ``request``'s transfer in flight until ``resume``."""
+        await self.call("pause", {"request": request}, timeout=timeout)
+
+    async def resume(self, request: str, *, timeout: Optional[float] = 10) -> None:
+        """As ``Client.resume``."""
+        await self.call("resume", {"request": request}, timeout=timeout)
 
     async def fetch(self, url: str, method: str = "GET", headers: Optional[Mapping[str, str]] = None,
                     body: Union[str, bytes, bytearray, memoryview, None] = None,

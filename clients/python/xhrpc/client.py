@@ -386,6 +386,26 @@ def _chunk_bytes(chunk: Dict[str, Any]) -> bytes:
     return data
 
 
+def _subscribe_params(request: Optional[str], socket: Optional[str], all: bool,
+                      events: Optional[Iterable[str]], progress_interval: Optional[int]) -> Dict[str, Any]:
+    """``subscribe``'s params: one of ``request``, ``socket`` or ``all``; the server checks
+    the rest (``progress_interval`` in milliseconds, at least 10)."""
+    params: Dict[str, Any] = {}
+    if request is not None:
+        params["request"] = request
+    if socket is not None:
+        params["socket"] = socket
+    if all:
+        params["all"] = True
+    if events is not None:
+        params["events"] = list(events)
+    if progress_interval is not None:
+        if isinstance(progress_interval, bool) or not isinstance(progress_interval, int):
+            raise TypeError("progress_interval is a whole number of milliseconds")
+        params["progressInterval"] = progress_interval
+    return params
+
+
 def _read_params(request: str, max_bytes: Optional[int]) -> Dict[str, Any]:
     params: Dict[str, Any] = {"request": request, "encoding": "base64"}
     if max_bytes is not None:
@@ -1214,6 +1234,32 @@ class Client:
                 self._inbox = collections.deque(kept)
 
     # ---- request objects -------------------------------------------------
+
+    def subscribe(self, request: Optional[str] = None, *, socket: Optional[str] = None, all: bool = False,
+                  events: Optional[Iterable[str]] = None, progress_interval: Optional[int] = None,
+                  timeout: Optional[float] = 10) -> str:
+        """Asks for notifications about one request (or ``socket``), or ``all`` of the
+        principal's; returns the subscription's id for ``unsubscribe``.  ``events``:
+        ``"stateChange"``, ``"progress"`` (default both).  ``progress_interval``: the least
+        milliseconds between two ``onProgress`` of one request on this connection (default
+        100, at least 10); each connection gets progress at its own pace."""
+        params = _subscribe_params(request, socket, all, events, progress_interval)
+        return str(self.call("subscribe", params, timeout=timeout)["subscription"])
+
+    def unsubscribe(self, subscription: str, timeout: Optional[float] = 10) -> None:
+        """Ends a subscription made by this connection."""
+        self.call("unsubscribe", {"subscription": subscription}, timeout=timeout)
+
+    def pause(self, request: str, timeout: Optional[float] = 10) -> None:
+        """Pauses ``request``'s transfer in flight, both directions, until ``resume``; its
+        ``timeout`` does not run meanwhile.  ``RPCError`` ``invalid_state`` when it is not
+        in flight (UNSENT, OPENED, DONE)."""
+        self.call("pause", {"request": request}, timeout=timeout)
+
+    def resume(self, request: str, timeout: Optional[float] = 10) -> None:
+        """Lifts ``pause``: the transfer goes on where it stopped.  ``RPCError``
+        ``invalid_state`` when it is not in flight."""
+        self.call("resume", {"request": request}, timeout=timeout)
 
     def fetch(self, url: str, method: str = "GET", headers: Optional[Mapping[str, str]] = None,
               body: Union[str, bytes, bytearray, memoryview, None] = None,

@@ -287,6 +287,7 @@ async function connections(args: Args): Promise<void> {
   c.removeListener('malformed', () => undefined);
   check(heard.length === 5 && heard[4].method === 'onStateChange', 'the notification event');
   await callsAndErrors(c);
+  await pauseAndProgress(c, args);
   await fetchAndDownload(c, args);
   await sockets(c, args);
   await interception(args);
@@ -397,6 +398,26 @@ export function rejected(c: Client, r: string, socket: ClientSocket): void {
   new RemoteSocket();
   new Client(socket, { inboxLimit: 1 });
   status.catch(() => undefined);
+}
+
+async function pauseAndProgress(c: Client, args: Args): Promise<void> {
+  const r: string = (await c.call('create')).request;
+  await c.call('open', { request: r, method: 'GET', url: `${args.upstream}/drip/300?chunk=30`, subscribe: false });
+  const sub = await c.call('subscribe', { request: r, events: ['progress'], progressInterval: 10 });
+  await c.call('send', { request: r });
+  await c.pause(r, { timeout: 5 });
+  const state = await c.call('getState', { request: r });
+  const paused: true | undefined = state.paused;
+  check(paused === true, 'getState paused');
+  const listed = await c.call('list');
+  check(listed.some((l) => l.kind === 'request' && l.request === r && l.paused === true), 'list paused');
+  await c.resume(r);
+  check((await c.readBody(r)).length === 300, 'the body after resume');
+  const isLast = (m: Notification): m is ProgressNotification =>
+    m.method === 'onProgress' && (m as ProgressNotification).params.totalBytesReceived === 300;
+  const last: ProgressNotification['params'] = (await c.waitNotification(isLast, { timeout: 10 })).params;
+  check(last.bytesReceived >= 0 && last.totalBytesExpectedToReceive === 300, 'onProgress');
+  await c.call('unsubscribe', { subscription: sub.subscription });
 }
 
 async function main(): Promise<void> {

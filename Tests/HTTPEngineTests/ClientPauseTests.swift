@@ -1,0 +1,66 @@
+import EventLoop
+import Testing
+@testable import HTTPEngine
+
+/// The caller's pause (`Transfer.pause`/`unpause`): it holds both directions, composes
+/// with the delegate's own pause for lack of room, and stops the timeout's clock.
+@Suite struct ClientPauseTests {
+    /// The clock counts only the stretches it ran.
+    @Test func activeClockSkipsStoppedStretches() {
+        var c = ActiveClock()
+        c.start(at: 10)
+        #expect(c.deadline(for: 1) == 11)
+        c.stop(at: 10.5)
+        #expect(c.seconds(at: 20) == 0.5)
+        #expect(c.deadline(for: 1) == nil)
+        c.start(at: 30)
+        c.start(at: 31)  // already running: the stretch began at 30
+        #expect(c.seconds(at: 30.25) == 0.75)
+        #expect(c.deadline(for: 1) == 30.5)
+    }
+
+    /// Paused before the response, with a timeout shorter than the pause: nothing arrives
+    /// while paused, and after `unpause` the transfer completes instead of timing out.
+    @Test func pausedTimeDoesNotCountTowardsTheTimeout() throws {
+        let h = try Harness()
+        var req = TransferRequest(url: h.url("/bytes/5000?seed=3"))
+        req.timeout = 0.3
+        let r = Recorder(expectingSeed: 3)
+        let (t, _) = try h.start(req, r)
+        t.pause()
+        #expect(t.pauseReasons == .requested)
+        h.idle(seconds: 1)
+        #expect(r.completions == 0)
+        #expect(r.bodyCount == 0)
+        #expect(r.headCount == 0)
+        t.unpause()
+        h.run(seconds: 30) { r.completions > 0 }
+        #expect(r.succeeded, "\(String(describing: r.failure))")
+        #expect(r.checker?.matches(count: 5000) == true)
+        #expect(!t.isPaused)
+        #expect(try h.finish() == [])
+    }
+
+    /// A reader without room keeps receiving stopped after the caller's `unpause`; its
+    /// own `resume` lets the rest come, byte-exact.
+    @Test func unpauseLeavesAReaderWithoutRoomPaused() throws {
+        let h = try Harness()
+        let r = Recorder(expectingSeed: 5)
+        var refuse = true
+        r.accept = { _ in !refuse }
+        let (t, _) = try h.start(TransferRequest(url: h.url("/bytes/300000?seed=5")), r)
+        h.run(seconds: 30) { t.pauseReasons.contains(.noRoom) }
+        t.pause()
+        #expect(t.pauseReasons == [.noRoom, .requested])
+        t.unpause()
+        h.idle(seconds: 0.3)
+        #expect(t.pauseReasons == .noRoom)
+        #expect(r.bodyCount == 0)
+        refuse = false
+        t.resume()
+        h.run(seconds: 30) { r.completions > 0 }
+        #expect(r.succeeded)
+        #expect(r.checker?.matches(count: 300000) == true)
+        #expect(try h.finish() == [])
+    }
+}
