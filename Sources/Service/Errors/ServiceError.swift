@@ -98,6 +98,13 @@ enum ServiceError {
         .app(.forbidden, "'\(path)' is outside the \(rootName)", ["path": .string(path)])
     }
 
+    /// `upload` and `download`'s answer to a path that leaves its root: -32602 with
+    /// `data.reason` `path_not_allowed` (nothing was read or written).
+    static func pathNotAllowed(_ path: String, rootName: String, _ why: String) -> RPCError {
+        RPCError.invalidParams("'\(path)' is not allowed below the \(rootName): \(why)", reason: .pathNotAllowed,
+                               ["path": .string(path)])
+    }
+
     // MARK: file_error
 
     static func fileError(_ message: String, path: String? = nil) -> RPCError {

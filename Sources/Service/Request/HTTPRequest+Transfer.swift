@@ -18,8 +18,10 @@ extension HTTPRequest {
                     // A new exchange: no attempt yet (an abort just reported was the old one's).
                     attempt = 0
                     planned = nil
+                    dropDownload()
                 }
                 if s == .done {
+                    finishDownload()
                     hub.flushProgress(of: self)
                     if let started = sentAt {
                         sentAt = nil
@@ -78,6 +80,7 @@ extension HTTPRequest {
     func transfer(_ t: Transfer, receivedHead head: ResponseHead) {
         if discardsForRetry(t, head) { return }
         pendingHead = head
+        downloadHeadArrived(head)
         perform(machine.headReceived())
         tell(.didReceiveResponse, [
             "request": .string(handle), "status": .int(Int64(head.status)), "statusText": .string(head.statusText),
@@ -94,6 +97,7 @@ extension HTTPRequest {
     func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
         // A response thrown away for a retry: paused until it is cancelled.
         if t === discarding { return false }
+        if let file = download { return downloadReceived(t, file, bytes) }
         if let max = settings.maxResponseBytes, receivedBytes + bytes.count > max {
             return fail(t, "The response body is larger than \(max) bytes (--max-response-bytes)")
         }
@@ -119,7 +123,7 @@ extension HTTPRequest {
     /// Ends the transfer as failed with `text` (status 0). libcurl forbids removing a
     /// transfer from inside its callback: the transfer is paused now (the `false`
     /// returned) and ended on the next turn.
-    private func fail(_ t: Transfer, _ text: String) -> Bool {
+    func fail(_ t: Transfer, _ text: String) -> Bool {
         env.soon { [weak self] in
             guard let self, transfer === t else { return }
             perform([.cancelTransfer] + machine.failed(text))
@@ -140,7 +144,7 @@ extension HTTPRequest {
 
 
     func transfer(_ t: Transfer, progressed p: TransferProgress) {
-        progress = p
+        progress = downloadAdjusted(p)
         hub.progressed(self)
     }
 
@@ -160,6 +164,8 @@ extension HTTPRequest {
             } else {
                 perform(machine.failed(failure.text))
             }
+        } else if let why = downloadShortfall {
+            perform(machine.failed(why))
         } else {
             flushNoticeData()
             tell(.didFinishLoading, ["request": .string(handle)])
