@@ -172,11 +172,18 @@ class Download(TransferCase):
         self.assertFalse(os.path.exists(self.target("missing.bin")))
         self.assertEqual(os.path.getsize(self.target("missing.bin.part")), 0)
 
-    def test_escapes_are_refused_and_nothing_is_written(self):
+    def test_dot_dot_and_absolute_paths_are_refused(self):
+        self.refused(("../outside/x", "a/../../outside/x", "new/../../outside/x", self.roots.outside + "/x"))
+
+    def test_symbolic_links_are_refused(self):
+        # In the middle, as the name, as the name's .part.
+        self.refused(("dir-out/x", "dir-out/new/x", "file-out", "part-out"))
+
+    def refused(self, paths):
+        """Each path is path_not_allowed, and nothing is written inside or outside."""
         before = self.roots.outside_listing()
         down_before = sorted(os.listdir(self.roots.down))
-        for rel in ("../outside/x", "a/../../outside/x", self.roots.outside + "/x", "dir-out/x",
-                    "dir-out/new/x", "file-out", "part-out"):
+        for rel in paths:
             with self.subTest(rel=rel):
                 with self.assertRaises(RPCError) as e:
                     self.c.call("download", {"request": self.name(), "url": self.upstream.url("/ranged/10"),
