@@ -8,6 +8,7 @@ ETag and byte ranges, and echoes the ``Range`` and ``If-Range`` it received in
 ``X-Seen-Range`` / ``X-Seen-If-Range``. Every wait has a deadline.
 """
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -18,7 +19,7 @@ import tempfile
 import time
 
 from support import ServerTestCase, XhrpcServer, pattern
-from xhrpc import RPCError
+from xhrpc import AsyncClient, RPCError
 
 N = 300_001
 ETAG = '"p%ds0"' % N
@@ -313,6 +314,29 @@ class Upload(TransferCase):
         self.assertEqual(seen[-1]["totalBytesReceived"], N)
         self.assertTrue(all(p["request"] == r["request"] for p in seen))
         self.assertEqual(self.c.call("list"), [])
+
+
+class AsyncHelpers(TransferCase):
+    def test_async_upload_and_server_download(self):
+        async def main():
+            c = await AsyncClient.connect_unix(self.server.socket_path)
+            try:
+                seen = []
+
+                async def note(p):
+                    seen.append(p)
+
+                r = await c.upload(self.upstream.url("/echo"), data=b"async " * 5000, on_progress=note)
+                self.assertEqual(r["status"], 200)
+                self.assertEqual(seen[-1]["totalBytesWritten"], 30000)
+                r = await c.server_download(self.upstream.url("/ranged/%d?seed=4" % N), "async.bin")
+                self.assertEqual((r["status"], r["path"]), (200, "async.bin"))
+                self.assertEqual(await c.call("list"), [])
+            finally:
+                await c.close()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
+        self.assertEqual(file_sha(self.target("async.bin")), pattern.pattern_sha256(N, 4))
 
 
 class WithoutDownloadRoot(ServerTestCase):
