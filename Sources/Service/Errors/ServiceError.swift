@@ -61,6 +61,11 @@ enum ServiceError {
     // MARK: busy
 
     /// The principal already has an interceptor.
+    /// Another download is writing the same file.
+    static func downloadInProgress(_ path: String) -> RPCError {
+        .app(.busy, "A download into '\(path)' is in progress; wait for it to end or abort it", ["path": .string(path)])
+    }
+
     static var interceptorBusy: RPCError {
         .app(.busy, "This principal already has an interceptor; unregister it or close its connection first")
     }

@@ -56,6 +56,8 @@ extension Server {
             for m in try p.optionalObject("headers")?.members ?? [] where ["range", "if-range"].contains(m.key.lowercased()) {
                 throw RPCError.invalidParams("download sets '\(m.key)' itself (resume: true)")
             }
+            // The handle is checked before the file is touched; startTransferObject takes it.
+            _ = try newHandle(for: s, named: try p.optionalString("request"), kind: HTTPRequest.kind)
             let file = try DownloadFile.open(try p.string("path"), root: root, resume: try p.bool("resume", default: false))
             let r: HTTPRequest
             do {

@@ -40,6 +40,11 @@ final class DownloadFile {
     /// Content-Range's total of a 206).
     private var expectedTotal: Int64?
     private(set) var renamed = false
+    /// The root-relative paths of the downloads whose part files are open: a second
+    /// download of the same path would truncate or interleave the first's part. Touched
+    /// only on the loop's thread (`open`, `close`), like every session object.
+    nonisolated(unsafe) private static var pathsInUse: Set<String> = []
+    private var holdsPath = false
 
     /// What a response head means for the file.
     enum HeadDecision: Equatable {
@@ -75,6 +80,8 @@ final class DownloadFile {
     /// `path_not_allowed` and nothing is created; other failures are `file_error`.
     static func open(_ path: String, root: String, resume: Bool) throws(RPCError) -> DownloadFile {
         let components = try check(path)
+        let key = components.joined(separator: "/")
+        guard !pathsInUse.contains(key) else { throw ServiceError.downloadInProgress(key) }
         let rootFD = Foundation.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard rootFD >= 0 else { throw ServiceError.fileError("The download root \(root) cannot be opened: \(errnoText())") }
         var dir = rootFD
@@ -107,8 +114,10 @@ final class DownloadFile {
                 _ = ftruncate(part, 0)
                 _ = unlinkat(dir, name + ".part.meta", 0)
             }
-            return DownloadFile(path: components.joined(separator: "/"), name: name, dirFD: dir, partFD: part,
-                                keptBytes: kept, validator: validator)
+            let file = DownloadFile(path: key, name: name, dirFD: dir, partFD: part, keptBytes: kept, validator: validator)
+            pathsInUse.insert(key)
+            file.holdsPath = true
+            return file
         } catch {
             Foundation.close(dir)
             throw error
@@ -286,6 +295,10 @@ final class DownloadFile {
 
     /// Closes both descriptors; the files stay as they are.
     func close() {
+        if holdsPath {
+            Self.pathsInUse.remove(path)
+            holdsPath = false
+        }
         if partFD >= 0 { Foundation.close(partFD) }
         if dirFD >= 0 { Foundation.close(dirFD) }
         partFD = -1

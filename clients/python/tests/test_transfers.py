@@ -167,6 +167,24 @@ class Download(TransferCase):
         self.assertTrue(os.path.exists(self.target("slow.bin.part")))
         self.assertFalse(os.path.exists(self.target("slow.bin")))
 
+    def test_a_path_being_downloaded_is_busy(self):
+        first = self.name()
+        self.c.call("download", {"request": first, "path": "twice.bin",
+                                 "url": self.upstream.url("/ranged/%d?chunk=1000&delay=50" % N)})
+        with self.assertRaises(RPCError) as e:
+            self.c.call("download", {"request": self.name(), "path": "twice.bin", "url": self.upstream.url("/ranged/10")})
+        self.assertEqual(e.exception.reason, "busy")
+        # A taken handle is refused before the file is touched.
+        with self.assertRaises(RPCError) as e:
+            self.c.call("download", {"request": first, "path": "other.bin", "url": self.upstream.url("/ranged/10")})
+        self.assertEqual(e.exception.reason, "already_exists")
+        self.assertFalse(os.path.exists(self.target("other.bin.part")))
+        self.c.call("release", {"request": first})
+        self.c._discard_notifications(first)
+        # Released: the path is free again.
+        _, done, _, _ = self.download("/ranged/10", "twice.bin")
+        self.assertEqual(done["status"], 200)
+
     def test_non_2xx_is_not_renamed(self):
         _, done, _, _ = self.download("/status/404", "missing.bin")
         self.assertEqual(done["status"], 404)
