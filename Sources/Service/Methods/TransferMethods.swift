@@ -25,7 +25,7 @@ extension Server {
                 guard let root = config.uploadRoot else {
                     throw ServiceError.needsConfiguration("upload of a path needs the server to be started with --upload-root")
                 }
-                body = .file(path: try ConfinedPath.resolve(path, root: root, rootName: "upload root", escapeIsParamsError: true))
+                body = .file(path: try Self.uploadPath(path, root: root))
             case (nil, let data?):
                 body = .bytes(try Base64Param.decode(data, name: "dataBase64"))
             default:
@@ -74,6 +74,25 @@ extension Server {
                 throw error
             }
             return .result(["request": .string(r.handle), "path": .string(file.path)])
+        }
+    }
+
+    /// An upload's file, confined as sendWithFile's is (`ConfinedPath`), but an escape is
+    /// answered with path_not_allowed, as download's are, instead of sendWithFile's
+    /// `forbidden`.
+    private static func uploadPath(_ path: String, root: String) throws(RPCError) -> String {
+        // Through a Result: `catch where` on a typed throw here crashed Swift 6.3.1's compiler.
+        let resolved: Result<String, RPCError>
+        do {
+            resolved = .success(try ConfinedPath.resolve(path, root: root, rootName: "upload root"))
+        } catch {
+            resolved = .failure(error)
+        }
+        switch resolved {
+        case .success(let real): return real
+        case .failure(let e) where e.reason == RPCError.Reason.forbidden.rawValue:
+            throw ServiceError.pathNotAllowed(path, rootName: "upload root", "it leads outside")
+        case .failure(let e): throw e
         }
     }
 

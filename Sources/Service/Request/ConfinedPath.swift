@@ -11,10 +11,7 @@ enum ConfinedPath {
     /// The real path of `path` (relative to `root` unless absolute), or the error to
     /// answer: `file_error` when it is missing, unreadable or not a regular file,
     /// `forbidden` when it lies outside `root`.
-    /// `escapeIsParamsError`: `upload` answers an escape with `path_not_allowed`
-    /// (`ServiceError.pathNotAllowed`) instead of `forbidden`.
-    static func resolve(_ path: String, root: String, rootName: String,
-                        escapeIsParamsError: Bool = false) throws(RPCError) -> String {
+    static func resolve(_ path: String, root: String, rootName: String) throws(RPCError) -> String {
         guard let realRoot = realPath(root) else {
             throw ServiceError.fileError("The \(rootName) \(root) does not exist")
         }
@@ -23,8 +20,7 @@ enum ConfinedPath {
             throw ServiceError.fileError("No readable file at '\(path)' below the \(rootName)", path: path)
         }
         guard real.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/") else {
-            throw escapeIsParamsError ? ServiceError.pathNotAllowed(path, rootName: rootName, "it leads outside")
-                : ServiceError.outsideRoot(path, rootName: rootName)
+            throw ServiceError.outsideRoot(path, rootName: rootName)
         }
         var st = stat()
         guard stat(real, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
