@@ -24,12 +24,10 @@ extension HTTPRequest {
         _ = download?.headArrived(status: head.status, headers: head.headers, url: displayURL)
     }
 
-    /// Body bytes of a download: written to the file (or thrown away for a response that
-    /// is not the file's), counted as any body is.
+    /// Body bytes of a download (after the `--max-response-bytes` check every body
+    /// passes): written to the file (or thrown away for a response that is not the
+    /// file's), counted as any body is.
     func downloadReceived(_ t: Transfer, _ file: DownloadFile, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        if let max = settings.maxResponseBytes, receivedBytes + bytes.count > max {
-            return fail(t, "The response body is larger than \(max) bytes (--max-response-bytes)")
-        }
         switch file.decision {
         case .fail(let why)?: return fail(t, why)
         case .write?:

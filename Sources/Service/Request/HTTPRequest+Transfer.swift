@@ -97,13 +97,14 @@ extension HTTPRequest {
     func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
         // A response thrown away for a retry: paused until it is cancelled.
         if t === discarding { return false }
-        if let file = download { return downloadReceived(t, file, bytes) }
         if let max = settings.maxResponseBytes, receivedBytes + bytes.count > max {
             return fail(t, "The response body is larger than \(max) bytes (--max-response-bytes)")
         }
         if failsWhenBufferFull, body.count + bytes.count > settings.maxBufferBytes {
             return fail(t, "The response body is larger than \(settings.maxBufferBytes) bytes; read it with the request object API")
         }
+        // A download's body goes to its file: no buffer, no budget.
+        if let file = download { return downloadReceived(t, file, bytes) }
         if principal.budgetExhausted {
             if failsWhenBufferFull {
                 return fail(t, "Principal '\(principal.name)' holds \(principal.limits.bufferedBytes) unread bytes, its limit; read or release some requests first")
