@@ -80,7 +80,7 @@ extension TransferEngine {
         if !options.userAgent.isEmpty { try e.set(CURLOPT_USERAGENT, options.userAgent) }
 
         // What comes back: decoded bodies, no proxy CONNECT heads in the header stream.
-        try e.set(CURLOPT_ACCEPT_ENCODING, TransferEngine.acceptEncoding)
+        if r.decodesContent { try e.set(CURLOPT_ACCEPT_ENCODING, TransferEngine.acceptEncoding) }
         try e.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
 
         // Limits and redirects.
@@ -251,6 +251,13 @@ extension TransferEngine {
                 try setUpload(e, t, UploadSource(bytes: bytes))
             }
             if method != "POST" { try e.set(CURLOPT_CUSTOMREQUEST, method) }
+            return true
+        case .file(let path) where method == "POST":
+            // `upload`'s POST of a file: streamed by the read callback with its length.
+            let source = try UploadSource(path: path)
+            try e.set(CURLOPT_POST, 1)
+            try e.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: source.size)
+            try setUpload(e, t, source)
             return true
         case .file(let path):
             let source = try UploadSource(path: path)

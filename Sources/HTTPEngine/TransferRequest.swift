@@ -76,7 +76,8 @@ public enum TransferBody: Sendable {
 ///   with `Content-Length: 0`. The engine sends the headers it is given and invents no
 ///   `Content-Type` (libcurl's POST default, `application/x-www-form-urlencoded`, is
 ///   suppressed): whoever builds the request sets it.
-/// - `.file` is an upload: `PUT`, unless the method is a custom one (anything but `GET`,
+/// - `.file` is an upload: `PUT`, unless the method is `POST` (a POST of the file, for
+///   `upload`; the Service layer makes `sendWithFile`'s POST a PUT) or a custom one (anything but `GET`,
 ///   `HEAD`, `POST`, `PUT`), which is then sent as it is (GDHttpRequest's
 ///   `sendWithFile` rule).
 /// - Redirects change method and body as `RedirectRule` says (RFC 9110 §15.4).
@@ -113,6 +114,10 @@ public struct TransferRequest {
     /// Close the connection after this transfer instead of keeping it for reuse
     /// (`close` of the seed).
     public var forbidConnectionReuse: Bool
+    /// Ask for content codings and decode them (default true). A download into a file
+    /// turns it off: its bytes must be the resource's own, so that a `Range` resumed
+    /// later counts the same bytes the file holds.
+    public var decodesContent: Bool
     /// Where this transfer's cookies come from and go to, redirect hops included; nil:
     /// the transfer neither sends nor stores cookies (a `Cookie` header set by hand is
     /// still sent, as any header is).
@@ -151,6 +156,7 @@ public struct TransferRequest {
         self.auth = .basic
         self.multiplexing = true
         self.forbidConnectionReuse = false
+        self.decodesContent = true
         self.verifyPeer = true
         self.verifyHost = true
         self.clientCertificate = nil

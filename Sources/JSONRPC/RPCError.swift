@@ -66,6 +66,9 @@ public struct RPCError: Error, Equatable, Sendable, CustomStringConvertible {
         case forbiddenHeader = "forbidden_header"
         /// CONNECT, TRACE or TRACK.
         case forbiddenMethod = "forbidden_method"
+        /// A file path that leaves its root (`upload`, `download`): `..`, an absolute
+        /// path, or a symbolic link on the way.
+        case pathNotAllowed = "path_not_allowed"
     }
 
     /// Bad parameters refused for a `ParamsReason`: `-32602` with `data.reason` and

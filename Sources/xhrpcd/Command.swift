@@ -58,8 +58,11 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Redirects followed per request (config key \"maxRedirects\"; default 10).", valueName: "n"))
     var maxRedirects: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Directory that sendWithFile may read from; without it sendWithFile is refused (config key \"uploadRoot\").", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("Directory that sendWithFile and upload may read from; without them they are refused (config key \"uploadRoot\").", valueName: "dir"))
     var uploadRoot: String?
+
+    @Option(name: .long, help: ArgumentHelp("Directory that download writes into (files mode 0600, folders 0700); without it download is refused (config key \"downloadRoot\").", valueName: "dir"))
+    var downloadRoot: String?
 
     @Option(name: .long, help: ArgumentHelp("A PEM bundle of the CAs that https servers' certificates are verified against, instead of the system's (config key \"caFile\").", valueName: "file"))
     var caFile: String?
@@ -163,6 +166,7 @@ struct XHRPCD: ParsableCommand {
         }
         settings.principals = try file.principals(defaults: settings.limits)
         settings.uploadRoot = uploadRoot ?? file.string("uploadRoot")
+        settings.downloadRoot = downloadRoot ?? file.string("downloadRoot")
         settings.certRoot = certRoot ?? file.string("certRoot")
         if let caFile = caFile ?? file.string("caFile") {
             guard FileManager.default.isReadableFile(atPath: caFile) else {
@@ -270,7 +274,7 @@ struct ConfigFile {
                 throw ValidationError("the config file \(path) must hold a JSON object")
             }
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
-                              "maxRedirects", "uploadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
+                              "maxRedirects", "uploadRoot", "downloadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
                               "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "authTimeout",
                               "requestTTL", "detachTTL", "drainSeconds", "redactQuery",
                               "tlsCert", "tlsKey", "tlsHandshakeTimeout", "httpListen", "wsOrigins"]

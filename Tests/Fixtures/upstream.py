@@ -219,6 +219,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     ROUTES = [
         (re.compile(r"^/bytes/(\d+)$"), "bytes"),
+        (re.compile(r"^/ranged/(\d+)$"), "ranged"),
         (re.compile(r"^/chunked/(\d+)$"), "chunked"),
         (re.compile(r"^/drip/(\d+)$"), "drip"),
         (re.compile(r"^/(gzip|deflate|br)/(\d+)$"), "compressed"),
@@ -470,6 +471,73 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.start(200, None, [("Content-Type", "application/octet-stream"),
                                ("Content-Length", str(n))])
         self.send_body(iter_pattern(n, seed, PIECE))
+
+    RANGED_LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
+
+    def ep_ranged(self, n):
+        """N pattern bytes with validators and byte ranges, for resumed downloads.
+
+        ``Range: bytes=S-`` (or ``S-E``) gets 206 with ``Content-Range`` and the bytes
+        from offset S (so a resume at 4 GiB moves only the tail), unless ``If-Range``
+        names neither the current ETag nor the Last-Modified (then 200, the whole body)
+        or ``ignore_range=1`` (always 200); S ≥ N gets 416 ``bytes */N``.  ``etag=E``
+        (default ``p<N>s<S>``; ``none`` sends none), ``lastmod=none`` (no
+        Last-Modified), ``shift=K`` (the 206 claims to start K bytes later than asked),
+        ``cut=K`` (a normal FIN after K body bytes), ``chunk=K&delay=MS`` (pacing).
+        ``X-Seen-Range`` and ``X-Seen-If-Range`` echo what was asked ("-" for none).
+        """
+        n = int(n)
+        seed = self.int_arg("seed", 0)
+        etag = self.arg("etag", "p%ds%d" % (n, seed))
+        etag_header = None if etag == "none" else '"%s"' % etag
+        last_modified = None if self.arg("lastmod") == "none" else self.RANGED_LAST_MODIFIED
+        shift = self.int_arg("shift", 0)
+        cut = self.int_arg("cut", -1, -1)
+        chunk = self.int_arg("chunk", PIECE, 1, PIECE)
+        delay = self.int_arg("delay", 0, 0, MAX_DELAY_MS) / 1000.0
+        self._drain_body()
+        asked = self.headers.get("Range")
+        if_range = self.headers.get("If-Range")
+        headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes"),
+                   ("X-Seen-Range", asked or "-"), ("X-Seen-If-Range", if_range or "-")]
+        if etag_header:
+            headers.append(("ETag", etag_header))
+        if last_modified:
+            headers.append(("Last-Modified", last_modified))
+        start = 0
+        m = re.match(r"^bytes=(\d+)-(\d*)$", asked or "")
+        honoured = (m is not None and self.arg("ignore_range", "0") in ("0", "")
+                    and (if_range is None or if_range in (etag_header, last_modified)))
+        if honoured:
+            start = int(m.group(1))
+            if start >= n:
+                self.simple(416, b"", "application/octet-stream", headers + [("Content-Range", "bytes */%d" % n)])
+                return
+            end = min(n - 1, int(m.group(2))) if m.group(2) else n - 1
+            headers += [("Content-Range", "bytes %d-%d/%d" % (start + shift, end + shift, n)),
+                        ("Content-Length", str(end - start + 1))]
+            self.start(206, None, headers)
+            length = end - start + 1
+        else:
+            headers.append(("Content-Length", str(n)))
+            self.start(200, None, headers)
+            length = n
+        if self.is_head:
+            return
+        sent = 0
+        first = True
+        for piece in iter_pattern(length, seed, chunk, offset=start):
+            if not first and delay and not self.wait(delay):
+                self.hard_close(reset=False)
+                return
+            first = False
+            if 0 <= cut <= sent + len(piece):
+                self.wfile.write(piece[:cut - sent])
+                self.wfile.flush()
+                self.hard_close(reset=False)
+                return
+            self.wfile.write(piece)
+            sent += len(piece)
 
     def ep_chunked(self, n):
         n = int(n)

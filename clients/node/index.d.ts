@@ -431,6 +431,8 @@ export interface Methods {
   clearCookies: { params: OnRequest & { includePersistentStore?: boolean }; result: true };
   setRetryPolicy: { params: OnRequest & RetryPolicy; result: true };
   fetch: { params: FetchParams; result: FetchResult };
+  upload: { params: UploadParams; result: { request: string } };
+  download: { params: ServerDownloadParams; result: { request: string; path: string } };
   subscribe: {
     params: {
       request?: string;
@@ -566,6 +568,59 @@ export interface DownloadOptions {
   timeout?: number;
 }
 
+/** The server's upload: exactly one of path and dataBase64. */
+export interface UploadParams {
+  url: string;
+  method?: string;
+  path?: string;
+  dataBase64?: string;
+  headers?: Record<string, string>;
+  request?: string;
+  timeout?: number;
+}
+
+/** The server's download, into path below its --download-root. */
+export interface ServerDownloadParams {
+  url: string;
+  path: string;
+  headers?: Record<string, string>;
+  resume?: boolean;
+  request?: string;
+  timeout?: number;
+}
+
+export interface TransferOptions {
+  /** Each onProgress of the transfer's request, as the server sent its params. */
+  onProgress?: (params: ProgressParams) => void | Promise<void>;
+  headers?: Record<string, string>;
+  /** The request's handle; default: generated. */
+  request?: string;
+  /** Seconds for the whole transfer (the server's timeout); default none. */
+  timeout?: number;
+}
+
+export interface UploadOptions extends TransferOptions {
+  /** A file below the server's --upload-root. */
+  path?: string;
+  /** The body, when no path is given. */
+  data?: string | Uint8Array;
+  /** Default POST. */
+  method?: string;
+}
+
+export interface ServerDownloadOptions extends TransferOptions {
+  /** Continue PATH.part with Range and If-Range. */
+  resume?: boolean;
+}
+
+export interface TransferResult {
+  request: string;
+  status: number;
+  statusText: string;
+  /** serverDownload only: the path as the server checked it. */
+  path?: string;
+}
+
 export interface CreateSocketOptions {
   /** TLS over the stream, verified by the server (default false). */
   ssl?: boolean;
@@ -694,6 +749,10 @@ export class Client {
    * rejects with DownloadError for a status outside 2xx or a transfer that failed.
    */
   download(url: string, path: string, options?: DownloadOptions): Promise<DownloadResult>;
+  /** The server's upload (a file below its --upload-root, or data); resolves at DONE. */
+  upload(url: string, options: UploadOptions): Promise<TransferResult>;
+  /** The server's download into path below its --download-root; resolves at DONE. */
+  serverDownload(url: string, path: string, options?: ServerDownloadOptions): Promise<TransferResult>;
   /**
    * socket.create: a raw TCP (or TLS) stream the server holds, as a RemoteSocket; its
    * notifications go to it, not to the inbox.

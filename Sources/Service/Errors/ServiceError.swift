@@ -61,6 +61,11 @@ enum ServiceError {
     // MARK: busy
 
     /// The principal already has an interceptor.
+    /// Another download is writing the same file.
+    static func downloadInProgress(_ path: String) -> RPCError {
+        .app(.busy, "A download into '\(path)' is in progress; wait for it to end or abort it", ["path": .string(path)])
+    }
+
     static var interceptorBusy: RPCError {
         .app(.busy, "This principal already has an interceptor; unregister it or close its connection first")
     }
@@ -96,6 +101,13 @@ enum ServiceError {
 
     static func outsideRoot(_ path: String, rootName: String) -> RPCError {
         .app(.forbidden, "'\(path)' is outside the \(rootName)", ["path": .string(path)])
+    }
+
+    /// `upload` and `download`'s answer to a path that leaves its root: -32602 with
+    /// `data.reason` `path_not_allowed` (nothing was read or written).
+    static func pathNotAllowed(_ path: String, rootName: String, _ why: String) -> RPCError {
+        RPCError.invalidParams("'\(path)' is not allowed below the \(rootName): \(why)", reason: .pathNotAllowed,
+                               ["path": .string(path)])
     }
 
     // MARK: file_error

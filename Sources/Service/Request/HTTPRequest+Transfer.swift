@@ -18,9 +18,11 @@ extension HTTPRequest {
                     // A new exchange: no attempt yet (an abort just reported was the old one's).
                     attempt = 0
                     planned = nil
+                    dropDownload()
                 }
                 if s == .opened || s == .done { pausedByClient = false }
                 if s == .done {
+                    finishDownload()
                     hub.flushProgress(of: self)
                     if let started = sentAt {
                         sentAt = nil
@@ -79,6 +81,7 @@ extension HTTPRequest {
     func transfer(_ t: Transfer, receivedHead head: ResponseHead) {
         if discardsForRetry(t, head) { return }
         pendingHead = head
+        downloadHeadArrived(head)
         perform(machine.headReceived())
         tell(.didReceiveResponse, [
             "request": .string(handle), "status": .int(Int64(head.status)), "statusText": .string(head.statusText),
@@ -101,6 +104,8 @@ extension HTTPRequest {
         if failsWhenBufferFull, body.count + bytes.count > settings.maxBufferBytes {
             return fail(t, "The response body is larger than \(settings.maxBufferBytes) bytes; read it with the request object API")
         }
+        // A download's body goes to its file: no buffer, no budget.
+        if let file = download { return downloadReceived(t, file, bytes) }
         if principal.budgetExhausted {
             if failsWhenBufferFull {
                 return fail(t, "Principal '\(principal.name)' holds \(principal.limits.bufferedBytes) unread bytes, its limit; read or release some requests first")
@@ -120,7 +125,7 @@ extension HTTPRequest {
     /// Ends the transfer as failed with `text` (status 0). libcurl forbids removing a
     /// transfer from inside its callback: the transfer is paused now (the `false`
     /// returned) and ended on the next turn.
-    private func fail(_ t: Transfer, _ text: String) -> Bool {
+    func fail(_ t: Transfer, _ text: String) -> Bool {
         env.soon { [weak self] in
             guard let self, transfer === t else { return }
             perform([.cancelTransfer] + machine.failed(text))
@@ -141,7 +146,7 @@ extension HTTPRequest {
 
 
     func transfer(_ t: Transfer, progressed p: TransferProgress) {
-        progress = p
+        progress = downloadAdjusted(p)
         hub.progressed(self)
     }
 
@@ -161,6 +166,8 @@ extension HTTPRequest {
             } else {
                 perform(machine.failed(failure.text))
             }
+        } else if let why = downloadShortfall {
+            perform(machine.failed(why))
         } else {
             flushNoticeData()
             tell(.didFinishLoading, ["request": .string(handle)])

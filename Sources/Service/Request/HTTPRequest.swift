@@ -61,6 +61,11 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var responseHeaders: [(name: String, value: String)] = []
     /// The unread body.
     let body: UnreadBytes
+    /// Where the body goes instead, for a `download` (`HTTPRequest+Download.swift`).
+    var download: DownloadFile?
+    /// An `upload`'s file is sent with the method given (POST included), not made a PUT
+    /// as `sendWithFile` does.
+    var keepsMethodWithFile = false
     /// The transfer under way. Setting and clearing it (or `between`) keeps the
     /// principal's count of transfers in flight in step, whichever path ends it.
     var transfer: Transfer? {
@@ -215,6 +220,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         request.password = password
         request.auth = auth
         request.multiplexing = multiplexing
+        request.decodesContent = download == nil
         request.verifyPeer = verifyPeer
         request.verifyHost = verifyHost
         request.clientCertificate = clientCertificate
@@ -230,7 +236,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
             if method == "GET" { request.method = "POST" }
         case .file:
             request.body = body
-            if ["GET", "HEAD", "POST"].contains(method) { request.method = "PUT" }
+            if ["GET", "HEAD", "POST"].contains(method), !keepsMethodWithFile { request.method = "PUT" }
         default:
             request.body = body
         }
@@ -308,6 +314,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     /// Ends the object: aborts a transfer under way and answers a waiting sync send.
     func release() {
         _ = abort()
+        dropDownload()
         transfer = nil
         lastTransfer = nil
         body.removeAll()

@@ -102,6 +102,7 @@ public final class Server {
         registerServerMethods()
         registerAuthMethods()
         registerRequestMethods()
+        registerTransferMethods()
         registerTLSMethods()
         registerProxyMethods()
         registerSubscriptionMethods()

@@ -31,6 +31,8 @@ public struct ServerConfig: Sendable {
     public var authFailureDelay: Double = 1
     /// `sendWithFile` reads only below this directory; nil refuses it.
     public var uploadRoot: String?
+    /// `download` writes only below this directory; nil refuses it.
+    public var downloadRoot: String?
     /// `setClientCertificate` reads certificate and key files only below this
     /// directory; nil refuses it.
     public var certRoot: String?

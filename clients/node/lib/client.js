@@ -25,6 +25,7 @@ const tls = require('node:tls');
 const { LineDecoder, encode } = require('./framing');
 const { defaultSocketPath } = require('./socket-path');
 const { download } = require('./download');
+const { upload, serverDownload } = require('./transfers');
 const { RemoteSocket } = require('./socket');
 const { Interceptor, isServerRequest, methodNotFound, eventsFor } = require('./intercept');
 
@@ -442,6 +443,26 @@ class Client extends EventEmitter {
    */
   download(url, path, options) {
     return download(this, url, path, options);
+  }
+
+  /**
+   * The server's `upload`: sends `options.path` (a file below the server's --upload-root)
+   * or `options.data` (string or bytes) with `options.method` (default POST), `headers`,
+   * `request` (the handle) and `timeout`; `onProgress(params)` gets each onProgress of the
+   * request. Resolves at DONE to `{request, status, statusText}`; see lib/transfers.js.
+   */
+  upload(url, options) {
+    return upload(this, url, options);
+  }
+
+  /**
+   * The server's `download`: the server GETs `url` into `path` below its --download-root
+   * (`PATH.part` renamed when whole); options `resume`, `headers`, `request`, `timeout`,
+   * `onProgress(params)` (totals count the whole file). Resolves at DONE to
+   * `{request, path, status, statusText}`; see lib/transfers.js.
+   */
+  serverDownload(url, path, options) {
+    return serverDownload(this, url, path, options);
   }
 
   /**

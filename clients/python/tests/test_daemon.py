@@ -81,7 +81,7 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
         out = p.stdout.decode()
         for flag in ["--listen", "--config", "--log-level", "--log-format", "--max-message-bytes",
-                     "--max-connections", "--max-buffer-bytes", "--upload-root", "--socket-mode",
+                     "--max-connections", "--max-buffer-bytes", "--upload-root", "--download-root", "--socket-mode",
                      "--request-ttl", "--detach-ttl", "--drain-seconds",
                      "--tls-cert", "--tls-key", "--tls-handshake-timeout"]:
             self.assertIn(flag, out)

@@ -55,6 +55,43 @@ class FixtureUpstream(unittest.TestCase):
             self.assertEqual(body, pattern.pattern_bytes(n, seed))
             self.assertEqual(hashlib.sha256(body).hexdigest(), pattern.pattern_sha256(n, seed))
 
+    def test_ranged(self):
+        n = 200_000
+        etag = '"p%ds1"' % n
+        r, body = self.get("/ranged/%d?seed=1" % n)
+        self.assertEqual((r.status, r.getheader("ETag"), r.getheader("Accept-Ranges")), (200, etag, "bytes"))
+        self.assertEqual(body, pattern.pattern_bytes(n, 1))
+        for if_range in (None, etag, r.getheader("Last-Modified")):
+            headers = {"Range": "bytes=70000-"}
+            if if_range:
+                headers["If-Range"] = if_range
+            r, body = self.get("/ranged/%d?seed=1" % n, headers=headers)
+            self.assertEqual((r.status, r.getheader("Content-Range")), (206, "bytes 70000-199999/%d" % n))
+            self.assertEqual(body, pattern.pattern_bytes(n, 1)[70000:])
+            self.assertEqual((r.getheader("X-Seen-Range"), r.getheader("X-Seen-If-Range")), ("bytes=70000-", if_range or "-"))
+        r, body = self.get("/ranged/%d?seed=1" % n, headers={"Range": "bytes=5-", "If-Range": '"old"'})
+        self.assertEqual((r.status, len(body)), (200, n))
+        r, body = self.get("/ranged/%d?ignore_range=1" % n, headers={"Range": "bytes=5-"})
+        self.assertEqual((r.status, len(body)), (200, n))
+        r, _ = self.get("/ranged/%d" % n, headers={"Range": "bytes=%d-" % n})
+        self.assertEqual((r.status, r.getheader("Content-Range")), (416, "bytes */%d" % n))
+        r, _ = self.get("/ranged/%d?shift=3" % n, headers={"Range": "bytes=10-"})
+        self.assertEqual(r.getheader("Content-Range"), "bytes 13-200002/%d" % n)
+        # Offsets past 4 GiB: only the tail moves.
+        big = (1 << 32) + 1000
+        r, body = self.get("/ranged/%d" % big, headers={"Range": "bytes=%d-" % (1 << 32)})
+        self.assertEqual((r.status, body), (206, b"".join(pattern.iter_pattern(1000, 0, offset=1 << 32))))
+        r, body = self.get("/ranged/100?etag=none&lastmod=none")
+        self.assertEqual((r.getheader("ETag"), r.getheader("Last-Modified")), (None, None))
+
+    def test_ranged_cut(self):
+        c = self.conn()
+        c.request("GET", "/ranged/100000?cut=1234")
+        r = c.getresponse()
+        with self.assertRaises(http.client.IncompleteRead) as e:
+            r.read()
+        self.assertEqual(len(e.exception.partial), 1234)
+
     def test_pattern_formula(self):
         block = pattern.pattern_block(7)
         self.assertEqual(len(block), 65521)

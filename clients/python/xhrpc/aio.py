@@ -48,7 +48,9 @@ from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT
                      _question_reply, _raise_first_error, _register_params, _request_of, _result_of, _send_params,
                      _socket_connect_params, _socket_create_params, _socket_error, _socket_event,
                      _socket_read_params, _socket_write_params, _SocketBuffer, _Source, _status_calls,
-                     _unlink_quietly, _until, default_socket_path, encode)
+                     _unlink_quietly, _until, default_socket_path, encode, TransferProgressCallback,
+                     _transfer_calls, _transfer_event, _transfer_handle, _transfer_params, _transfer_result,
+                     _upload_body)
 from .client import _subscribe_params
 
 __all__ = ["AsyncClient", "AsyncInterceptor", "AsyncSocket", "RPCError", "ConnectionClosed", "SocketError",
@@ -724,6 +726,50 @@ class AsyncClient:
         os.replace(part, final)
         await _maybe_await(state.finished())
         return int(status)
+
+    async def upload(self, url: str, path: Optional[Union[str, "os.PathLike[str]"]] = None,
+                     data: Optional[Data] = None, method: str = "POST",
+                     headers: Optional[Mapping[str, str]] = None, request: Optional[str] = None,
+                     on_progress: Optional[TransferProgressCallback] = None,
+                     timeout: Optional[float] = None) -> Dict[str, Any]:
+        """As ``Client.upload``; ``on_progress`` may be a coroutine function."""
+        name = request or _transfer_handle("upload")
+        params = _transfer_params(name, url, headers, timeout, method=method, **_upload_body(path, data))
+        return await self._run_transfer("upload", params, on_progress, timeout, None)
+
+    async def server_download(self, url: str, path: str, headers: Optional[Mapping[str, str]] = None,
+                              resume: bool = False, request: Optional[str] = None,
+                              on_progress: Optional[TransferProgressCallback] = None,
+                              timeout: Optional[float] = None) -> Dict[str, Any]:
+        """As ``Client.server_download``; ``on_progress`` may be a coroutine function."""
+        name = request or _transfer_handle("download")
+        params = _transfer_params(name, url, headers, timeout, path=path, resume=resume or None)
+        return await self._run_transfer("download", params, on_progress, timeout, path)
+
+    async def _run_transfer(self, method: str, params: Dict[str, Any],
+                            on_progress: Optional[TransferProgressCallback], timeout: Optional[float],
+                            path: Optional[str]) -> Dict[str, Any]:
+        name = params["request"]
+        responses = await self.batch(_transfer_calls(method, params))
+        subscription: Optional[str] = None
+        try:
+            started = _result_of(responses[0])
+        except RPCError:
+            self._discard_notifications(name)
+            raise
+        try:
+            subscription = _result_of(responses[1]).get("subscription")
+            wait = None if timeout is None else timeout + _ANSWER_MARGIN
+            while True:
+                msg = await self.wait_notification(_transfer_event(name), timeout=wait)
+                p = _params_of(msg)
+                if msg["method"] == "onProgress":
+                    if on_progress is not None:
+                        await _maybe_await(on_progress(p))
+                elif p.get("state") == 5:
+                    return _transfer_result(name, p, started.get("path", path))
+        finally:
+            await self._end_download(name, subscription)
 
     async def _end_download(self, name: str, subscription: Optional[str]) -> None:
         try:

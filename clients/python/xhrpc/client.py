@@ -626,6 +626,55 @@ def _status_calls(name: str) -> List[BatchCall]:
     return [("getStatus", {"request": name}), ("getStatusText", {"request": name})]
 
 
+#: ``on_progress(params)`` for ``upload`` and ``server_download``: the ``onProgress``
+#: notification's params for that request.
+TransferProgressCallback = Callable[[Dict[str, Any]], Any]
+
+
+def _transfer_params(name: str, url: str, headers: Optional[Mapping[str, str]],
+                     timeout: Optional[float], **extra: Any) -> Dict[str, Any]:
+    """The params of ``upload`` / ``download`` (the server methods), None left out."""
+    params: Dict[str, Any] = {"request": name, "url": url}
+    if headers:
+        params["headers"] = dict(headers)
+    if timeout is not None:
+        params["timeout"] = timeout
+    params.update({k: v for k, v in extra.items() if v is not None})
+    return params
+
+
+def _upload_body(path: Optional[Union[str, "os.PathLike[str]"]], data: Optional[Data]) -> Dict[str, Any]:
+    if (path is None) == (data is None):
+        raise TypeError("upload: give one of path (below the server's --upload-root) or data")
+    if path is not None:
+        return {"path": os.fspath(path)}
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(cast(Any, data))
+    return {"dataBase64": base64.b64encode(raw).decode("ascii")}
+
+
+def _transfer_calls(method: str, params: Dict[str, Any]) -> List[BatchCall]:
+    """The server transfer and its progress subscription in one batch: calls run in
+    order, so the subscription exists before the first progress is reported."""
+    return [(method, params), ("subscribe", {"request": params["request"], "events": ["progress"]})]
+
+
+def _transfer_event(name: str) -> Callable[[Dict[str, Any]], bool]:
+    def match(msg: Dict[str, Any]) -> bool:
+        return _request_of(msg) == name and msg.get("method") in ("onProgress", "onStateChange")
+    return match
+
+
+def _transfer_result(name: str, done: Dict[str, Any], path: Optional[str]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"request": name, "status": done.get("status"), "statusText": done.get("statusText")}
+    if path is not None:
+        out["path"] = path
+    return out
+
+
+def _transfer_handle(kind: str) -> str:
+    return "xhrpc-py-%s-%s" % (kind, secrets.token_hex(8))
+
+
 class _DownloadState:
     """What a download has written, and the progress calls that say so."""
 
@@ -1500,6 +1549,70 @@ class Client:
         os.replace(part, final)
         state.finished()
         return int(status)
+
+    def upload(self, url: str, path: Optional[Union[str, "os.PathLike[str]"]] = None,
+               data: Optional[Data] = None, method: str = "POST",
+               headers: Optional[Mapping[str, str]] = None, request: Optional[str] = None,
+               on_progress: Optional[TransferProgressCallback] = None,
+               timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Send a file the server reads (``path``, below its ``--upload-root``) or
+        ``data`` (bytes, or text as UTF-8) with the server's ``upload`` method; wait
+        for DONE and return ``{"request", "status", "statusText"}``.
+
+        ``on_progress(params)`` gets each ``onProgress`` of this request (its
+        ``totalBytesWritten``, ``totalBytesExpectedToWrite``, ...).  The request object
+        (named ``request``, or generated) is released at the end; read the response
+        through ``upload``'s raw method if its body matters.  A path outside the root
+        raises ``RPCError`` with reason ``path_not_allowed``.
+        """
+        name = request or _transfer_handle("upload")
+        params = _transfer_params(name, url, headers, timeout, method=method, **_upload_body(path, data))
+        return self._run_transfer("upload", params, on_progress, timeout, None)
+
+    def server_download(self, url: str, path: str, headers: Optional[Mapping[str, str]] = None,
+                        resume: bool = False, request: Optional[str] = None,
+                        on_progress: Optional[TransferProgressCallback] = None,
+                        timeout: Optional[float] = None) -> Dict[str, Any]:
+        """GET ``url`` into ``path`` below the server's ``--download-root`` with the
+        server's ``download`` method (the server writes the file, unlike ``download``,
+        which streams the body to this process); wait for DONE and return
+        ``{"request", "path", "status", "statusText"}``.
+
+        The server writes ``path + ".part"`` and renames it to ``path`` only when the
+        body is complete with a 2xx status; ``resume=True`` continues a part an
+        earlier attempt left (``Range`` with ``If-Range``).  ``on_progress(params)``
+        gets each ``onProgress`` of this request; its totals count the whole file,
+        bytes kept from an earlier attempt included.  The request object is released
+        at the end.  A path that leaves the root raises ``RPCError`` with reason
+        ``path_not_allowed``.
+        """
+        name = request or _transfer_handle("download")
+        params = _transfer_params(name, url, headers, timeout, path=path, resume=resume or None)
+        return self._run_transfer("download", params, on_progress, timeout, path)
+
+    def _run_transfer(self, method: str, params: Dict[str, Any], on_progress: Optional[TransferProgressCallback],
+                      timeout: Optional[float], path: Optional[str]) -> Dict[str, Any]:
+        name = params["request"]
+        responses = self.batch(_transfer_calls(method, params))
+        subscription: Optional[str] = None
+        try:
+            started = _result_of(responses[0])
+        except RPCError:
+            self._discard_notifications(name)
+            raise
+        try:
+            subscription = _result_of(responses[1]).get("subscription")
+            wait = _answer_timeout(timeout)
+            while True:
+                msg = self.wait_notification(_transfer_event(name), wait)
+                p = _params_of(msg)
+                if msg["method"] == "onProgress":
+                    if on_progress is not None:
+                        on_progress(p)
+                elif p.get("state") == 5:
+                    return _transfer_result(name, p, started.get("path", path))
+        finally:
+            self._end_download(name, subscription)
 
     def _end_download(self, name: str, subscription: Optional[str]) -> None:
         try:

@@ -1,0 +1,120 @@
+import Foundation
+import HTTPEngine
+import JSON
+import JSONRPC
+
+/// `upload` and `download`: the AeroGear conveniences, each an ordinary request object
+/// (its handle answered at once, then `getState`, `list`, `abort`, `release` and the
+/// notifications as for any request) made, opened and sent in one call. The caller's
+/// connection is its opener (told its state changes); progress goes to subscribers
+/// (`subscribe {request}`, which a client can send in the same batch).
+extension Server {
+    func registerTransferMethods() {
+        registry.register("upload", params: ["url", "method?", "path?", "dataBase64?", "headers?", "request?", "timeout?"]) {
+            [unowned self] call in
+            let s = try session(call)
+            try checkAcceptingTransfers()
+            let p = call.params
+            let url = try p.string("url")
+            try HTTPSyntax.checkURL(url)
+            let method = try HTTPSyntax.method(try p.optionalString("method") ?? "POST")
+            guard method != "GET", method != "HEAD" else { throw RPCError.invalidParams("an upload's method cannot be \(method)") }
+            let body: TransferBody
+            switch (try p.optionalString("path"), try p.optionalString("dataBase64")) {
+            case (let path?, nil):
+                guard let root = config.uploadRoot else {
+                    throw ServiceError.needsConfiguration("upload of a path needs the server to be started with --upload-root")
+                }
+                body = .file(path: try Self.uploadPath(path, root: root))
+            case (nil, let data?):
+                body = .bytes(try Base64Param.decode(data, name: "dataBase64"))
+            default:
+                throw RPCError.invalidParams("give one of 'path' or 'dataBase64'")
+            }
+            let r = try startTransferObject(s, call, method: method, url: url)
+            do {
+                // Unlike sendWithFile (whose file makes a POST a PUT), an upload keeps its method.
+                r.keepsMethodWithFile = true
+                _ = try r.send(body: body, timeout: try p.optionalSeconds("timeout") ?? 0, call: nil)
+            } catch {
+                release(r)
+                throw error
+            }
+            return .result(["request": .string(r.handle)])
+        }
+
+        registry.register("download", params: ["url", "path", "headers?", "resume?", "request?", "timeout?"]) {
+            [unowned self] call in
+            let s = try session(call)
+            try checkAcceptingTransfers()
+            let p = call.params
+            let url = try p.string("url")
+            try HTTPSyntax.checkURL(url)
+            guard let root = config.downloadRoot else {
+                throw ServiceError.needsConfiguration("download needs the server to be started with --download-root")
+            }
+            for m in try p.optionalObject("headers")?.members ?? [] where ["range", "if-range"].contains(m.key.lowercased()) {
+                throw RPCError.invalidParams("download sets '\(m.key)' itself (resume: true)")
+            }
+            // The handle is checked before the file is touched; startTransferObject takes it.
+            _ = try newHandle(for: s, named: try p.optionalString("request"), kind: HTTPRequest.kind)
+            let file = try DownloadFile.open(try p.string("path"), root: root, resume: try p.bool("resume", default: false))
+            let r: HTTPRequest
+            do {
+                r = try startTransferObject(s, call, method: "GET", url: url)
+            } catch {
+                file.close()
+                throw error
+            }
+            do {
+                try r.sendsIntoFile(file)
+                _ = try r.send(body: .none, timeout: try p.optionalSeconds("timeout") ?? 0, call: nil)
+            } catch {
+                release(r)
+                throw error
+            }
+            return .result(["request": .string(r.handle), "path": .string(file.path)])
+        }
+    }
+
+    /// An upload's file, confined as sendWithFile's is (`ConfinedPath`), but an escape is
+    /// answered with path_not_allowed, as download's are, instead of sendWithFile's
+    /// `forbidden`.
+    private static func uploadPath(_ path: String, root: String) throws(RPCError) -> String {
+        // Through a Result: `catch where` on a typed throw here crashed Swift 6.3.1's compiler.
+        let resolved: Result<String, RPCError>
+        do {
+            resolved = .success(try ConfinedPath.resolve(path, root: root, rootName: "upload root"))
+        } catch {
+            resolved = .failure(error)
+        }
+        switch resolved {
+        case .success(let real): return real
+        case .failure(let e) where e.reason == RPCError.Reason.forbidden.rawValue:
+            throw ServiceError.pathNotAllowed(path, rootName: "upload root", "it leads outside")
+        case .failure(let e): throw e
+        }
+    }
+
+    /// A new request object of the caller's, opened with `method` and `url` and the
+    /// call's `headers`, ready to send; released again if a header is refused.
+    private func startTransferObject(_ s: ClientSession, _ call: RPCCall, method: String, url: String) throws(RPCError) -> HTTPRequest {
+        let p = call.params
+        try s.principal.check("requests", current: s.principal.requests.count, max: s.principal.limits.requests,
+                              "Too many requests held; release some first")
+        let handle = try newHandle(for: s, named: try p.optionalString("request"), kind: HTTPRequest.kind)
+        let r = HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self)
+        adopt(r, by: s)
+        r.open(method: method, url: url, async: true, user: nil, password: nil, auth: .basic, opener: s)
+        do throws(RPCError) {
+            for m in try p.optionalObject("headers")?.members ?? [] {
+                guard let value = m.value.stringValue else { throw RPCError.invalidParams("header '\(m.key)' must have a string value") }
+                try r.setRequestHeader(m.key, value)
+            }
+        } catch {
+            release(r)
+            throw error
+        }
+        return r
+    }
+}

@@ -1,0 +1,307 @@
+import Foundation
+import JSON
+import JSONRPC
+
+/// Where a `download`'s body goes instead of the receive buffer: `NAME.part` below
+/// `--download-root`, renamed to `NAME` only when the body is complete. The request
+/// object owns one (`HTTPRequest.download`) from `download` until it reaches DONE or
+/// is released; every path closes its descriptors (`close`).
+///
+/// Confinement for creation (the counterpart of `ConfinedPath`, which confines files
+/// that already exist): the path is relative, without `.`/`..`/empty components, and is
+/// walked one component at a time with `openat(O_NOFOLLOW)` from a descriptor of the
+/// root, so no symbolic link — in the middle or as the final name — is ever followed,
+/// and nothing can be swapped in between the check and the open. Missing folders are
+/// made 0700; the part file is opened `O_NOFOLLOW` and set to 0600.
+///
+/// Resume: beside the part file, `NAME.part.meta` (0600, small JSON: `etag`,
+/// `lastModified`, `url`) keeps the validator of the response the part came from,
+/// written when that response's head arrives. A `resume` download with a non-empty part
+/// and a validator asks `Range: bytes=N-` with `If-Range`; without a validator it starts
+/// from zero (a part of unknown origin is never extended).
+///
+/// Writes are synchronous `pwrite`s on the loop's thread: each is one libcurl write
+/// callback (at most `CURL_MAX_WRITE_SIZE`, 16 KiB, or one HTTP/2 frame), into the page
+/// cache; bounded like the copy into the receive buffer it replaces.
+final class DownloadFile {
+    /// The path as the client gave it, checked (components joined by `/`).
+    let path: String
+    private let name: String
+    private var dirFD: Int32
+    private var partFD: Int32
+    /// Bytes of the part kept from an earlier attempt, asked for with `Range`.
+    private(set) var keptBytes: Int64
+    private let validator: (etag: String?, lastModified: String?)
+    /// What the response's head decided (nil before it arrives).
+    private(set) var decision: HeadDecision?
+    /// Where the next body byte goes.
+    private var position: Int64 = 0
+    /// The whole file's length when the response says it (Content-Length of a 200,
+    /// Content-Range's total of a 206).
+    private var expectedTotal: Int64?
+    private(set) var renamed = false
+    /// The root-relative paths of the downloads whose part files are open: a second
+    /// download of the same path would truncate or interleave the first's part. Touched
+    /// only on the loop's thread (`open`, `close`), like every session object.
+    nonisolated(unsafe) private static var pathsInUse: Set<String> = []
+    private var holdsPath = false
+
+    /// What a response head means for the file.
+    enum HeadDecision: Equatable {
+        /// Body bytes go to the part file from this offset.
+        case write
+        /// The part was already complete (416 naming its length): renamed as it is.
+        case alreadyComplete
+        /// Not a body for the file (a non-2xx status): thrown away, the part untouched.
+        case discard
+        /// The server resumed somewhere else than asked: the request fails.
+        case fail(String)
+    }
+
+    private init(path: String, name: String, dirFD: Int32, partFD: Int32, keptBytes: Int64,
+                 validator: (etag: String?, lastModified: String?)) {
+        self.path = path
+        self.name = name
+        self.dirFD = dirFD
+        self.partFD = partFD
+        self.keptBytes = keptBytes
+        self.validator = validator
+    }
+
+    deinit { close() }
+
+    /// Bytes of the whole file that progress counts before this response's: the kept
+    /// part while it may still be resumed, 0 once a 200 restarted it.
+    var progressOffset: Int64 { decision == .write || decision == nil ? keptBytes : 0 }
+
+    // MARK: Opening
+
+    /// Opens (creating folders and the part file) `path` below `root`. An escape is
+    /// `path_not_allowed` and nothing is created; other failures are `file_error`.
+    static func open(_ path: String, root: String, resume: Bool) throws(RPCError) -> DownloadFile {
+        let components = try check(path)
+        let key = components.joined(separator: "/")
+        guard !pathsInUse.contains(key) else { throw ServiceError.downloadInProgress(key) }
+        let rootFD = Foundation.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard rootFD >= 0 else { throw ServiceError.fileError("The download root \(root) cannot be opened: \(errnoText())") }
+        var dir = rootFD
+        for folder in components.dropLast() {
+            let next: Int32
+            do throws(RPCError) { next = try openFolder(folder, in: dir, path: path) } catch {
+                Foundation.close(dir)
+                throw error
+            }
+            Foundation.close(dir)
+            dir = next
+        }
+        let name = components[components.count - 1]
+        do throws(RPCError) {
+            for leaf in [name, name + ".part", name + ".part.meta"] { try refuseLink(leaf, in: dir, path: path) }
+            let part = openat(dir, name + ".part", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard part >= 0 else {
+                if errno == ELOOP { throw ServiceError.pathNotAllowed(path, rootName: "download root", "it is a symbolic link") }
+                throw ServiceError.fileError("Cannot create '\(path).part': \(errnoText())", path: path)
+            }
+            var st = stat()
+            guard fstat(part, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, fchmod(part, 0o600) == 0 else {
+                Foundation.close(part)
+                throw ServiceError.fileError("'\(path).part' is not a regular file the server owns", path: path)
+            }
+            let validator: (etag: String?, lastModified: String?) = resume ? readMeta(name + ".part.meta", in: dir) : (nil, nil)
+            var kept = Int64(st.st_size)
+            if !resume || kept == 0 || (validator.etag == nil && validator.lastModified == nil) {
+                kept = 0
+                _ = ftruncate(part, 0)
+                _ = unlinkat(dir, name + ".part.meta", 0)
+            }
+            let file = DownloadFile(path: key, name: name, dirFD: dir, partFD: part, keptBytes: kept, validator: validator)
+            pathsInUse.insert(key)
+            file.holdsPath = true
+            return file
+        } catch {
+            Foundation.close(dir)
+            throw error
+        }
+    }
+
+    /// The components of a relative path, refusing what could leave the root by name.
+    private static func check(_ path: String) throws(RPCError) -> [String] {
+        func refuse(_ why: String) -> RPCError { ServiceError.pathNotAllowed(path, rootName: "download root", why) }
+        if path.hasPrefix("/") { throw refuse("it is absolute; give a path relative to the root") }
+        let components = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard !path.isEmpty, !path.utf8.contains(0) else { throw RPCError.invalidParams("'path' must be a non-empty file path") }
+        for c in components {
+            if c == ".." { throw refuse("it contains '..'") }
+            if c.isEmpty || c == "." { throw RPCError.invalidParams("'path' has an empty or '.' component: '\(path)'") }
+            // Room for the `.part.meta` beside the file within NAME_MAX.
+            if c.utf8.count > 245 { throw RPCError.invalidParams("a component of 'path' is longer than 245 bytes") }
+        }
+        return components
+    }
+
+    /// A descriptor of the folder `name` in `dir`, made 0700 when missing; a symbolic
+    /// link there is an escape.
+    private static func openFolder(_ name: String, in dir: Int32, path: String) throws(RPCError) -> Int32 {
+        try refuseLink(name, in: dir, path: path)
+        var fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0, errno == ENOENT {
+            guard mkdirat(dir, name, 0o700) == 0 || errno == EEXIST else {
+                throw ServiceError.fileError("Cannot create the folder '\(name)' of '\(path)': \(errnoText())", path: path)
+            }
+            fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        }
+        guard fd >= 0 else {
+            if errno == ELOOP { throw ServiceError.pathNotAllowed(path, rootName: "download root", "'\(name)' is a symbolic link") }
+            throw ServiceError.fileError("'\(name)' of '\(path)' is not a folder: \(errnoText())", path: path)
+        }
+        return fd
+    }
+
+    private static func refuseLink(_ name: String, in dir: Int32, path: String) throws(RPCError) {
+        var st = stat()
+        if fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFLNK {
+            throw ServiceError.pathNotAllowed(path, rootName: "download root", "'\(name)' is a symbolic link")
+        }
+    }
+
+    private static func readMeta(_ name: String, in dir: Int32) -> (etag: String?, lastModified: String?) {
+        let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return (nil, nil) }
+        defer { Foundation.close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 8192)
+        let n = read(fd, &bytes, bytes.count)
+        guard n > 0, let value = try? JSON.decode(Array(bytes[0..<n])) else { return (nil, nil) }
+        return (value["etag"]?.stringValue, value["lastModified"]?.stringValue)
+    }
+
+    private static func errnoText() -> String { String(cString: strerror(errno)) }
+
+    // MARK: The exchange
+
+    /// The headers that ask for the rest of a kept part.
+    var rangeHeaders: [(name: String, value: String)] {
+        guard keptBytes > 0, let v = validator.etag ?? validator.lastModified else { return [] }
+        return [("Range", "bytes=\(keptBytes)-"), ("If-Range", v)]
+    }
+
+    /// Decides what the final response's head means for the file, and keeps its
+    /// validator beside the part for a later resume.
+    func headArrived(status: Int, headers: [(name: String, value: String)], url: String) -> HeadDecision {
+        func header(_ n: String) -> String? {
+            headers.last { $0.name.lowercased() == n }?.value.trimmingCharacters(in: .whitespaces)
+        }
+        let d: HeadDecision
+        switch status {
+        case 206:
+            guard let range = header("content-range").flatMap(Self.contentRange), let start = range.start else {
+                d = .fail("The server answered 206 without a byte range in Content-Range")
+                break
+            }
+            guard start == keptBytes else {
+                d = .fail("The server resumed at byte \(start), not at byte \(keptBytes) where the part file ends")
+                break
+            }
+            position = start
+            expectedTotal = range.total
+            d = .write
+        case 200..<300:
+            // A full body (the validator changed, or the server ignores ranges): from zero.
+            keptBytes = 0
+            position = 0
+            _ = ftruncate(partFD, 0)
+            expectedTotal = header("content-length").flatMap { Int64($0) }
+            d = .write
+        case 416 where keptBytes > 0:
+            let total = header("content-range").flatMap(Self.contentRange)?.total
+            d = total == keptBytes ? .alreadyComplete : .discard
+        default:
+            d = .discard
+        }
+        decision = d
+        if d == .write { writeMeta(etag: header("etag"), lastModified: header("last-modified"), url: url) }
+        return d
+    }
+
+    /// `bytes S-E/T`, `bytes S-E/*` or `bytes */T`.
+    static func contentRange(_ value: String) -> (start: Int64?, total: Int64?)? {
+        guard value.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = value.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let parts = spec.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        let total = parts[1] == "*" ? nil : Int64(parts[1])
+        if parts[0] == "*" { return (nil, total) }
+        let bounds = parts[0].split(separator: "-", maxSplits: 1)
+        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), end >= start else { return nil }
+        return (start, total)
+    }
+
+    private func writeMeta(etag: String?, lastModified: String?, url: String) {
+        let meta = name + ".part.meta"
+        guard etag != nil || lastModified != nil else {
+            _ = unlinkat(dirFD, meta, 0)
+            return
+        }
+        var o: JSONObject = ["url": .string(url)]
+        if let etag { o["etag"] = .string(etag) }
+        if let lastModified { o["lastModified"] = .string(lastModified) }
+        let bytes = JSON.encode(.object(o))
+        let fd = openat(dirFD, meta, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }  // no validator kept: a later resume starts from zero
+        _ = fchmod(fd, 0o600)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        Foundation.close(fd)
+    }
+
+    /// Writes body bytes at the current position; nil, or what went wrong.
+    func write(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(partFD, bytes.baseAddress! + done, bytes.count - done, off_t(position))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return "Cannot write '\(path).part': \(Self.errnoText())"
+            }
+            done += n
+            position += Int64(n)
+        }
+        return nil
+    }
+
+    /// Why the body just completed is not the whole file, or nil when it is.
+    var incompleteness: String? {
+        switch decision {
+        case .alreadyComplete: return nil
+        case .write:
+            if let total = expectedTotal, total != position {
+                return "The file has \(position) bytes of \(total); '\(path).part' is kept for a resume"
+            }
+            return nil
+        default: return nil
+        }
+    }
+
+    /// At DONE: a complete body (`succeeded`: the exchange completed with a 2xx, or the
+    /// 416 of a part that was already whole) is renamed into place and its meta removed;
+    /// anything else keeps the part (and its meta) for a resume. Closes the descriptors.
+    func finish(succeeded: Bool) {
+        if succeeded, dirFD >= 0, decision == .write || decision == .alreadyComplete, incompleteness == nil {
+            if renameat(dirFD, name + ".part", dirFD, name) == 0 {
+                renamed = true
+                _ = unlinkat(dirFD, name + ".part.meta", 0)
+            }
+        }
+        close()
+    }
+
+    /// Closes both descriptors; the files stay as they are.
+    func close() {
+        if holdsPath {
+            Self.pathsInUse.remove(path)
+            holdsPath = false
+        }
+        if partFD >= 0 { Foundation.close(partFD) }
+        if dirFD >= 0 { Foundation.close(dirFD) }
+        partFD = -1
+        dirFD = -1
+    }
+}

@@ -1,0 +1,83 @@
+'use strict';
+
+/**
+ * `Client#upload` and `Client#serverDownload`: the server's `upload` and `download`
+ * methods (api/openrpc.json), which start a transfer on a new request object held by the
+ * server. Each sends the method and a progress subscription for its handle in one batch
+ * (calls run in order, so no onProgress is missed), passes each onProgress of that
+ * request to `onProgress(params)`, waits for DONE, and releases the request. Unlike
+ * `Client#download`, which streams a body into a file of this process, `serverDownload`
+ * has the server write the file below its --download-root.
+ */
+
+const crypto = require('node:crypto');
+
+// Added to a transfer timeout given to the server, for DONE to travel back.
+const ANSWER_MARGIN = 10;
+// How long to wait for DONE when the transfer itself has no timeout.
+const UNBOUNDED_WAIT = 24 * 3600;
+
+function transferParams(kind, url, { headers, request, timeout } = {}) {
+  if (typeof url !== 'string') throw new TypeError(`${kind}: url is a string`);
+  const params = { request: request || `xhrpc-node-${kind}-${crypto.randomBytes(8).toString('hex')}`, url };
+  if (headers) params.headers = { ...headers };
+  if (timeout !== undefined) params.timeout = timeout;
+  return params;
+}
+
+async function runTransfer(client, method, params, { onProgress, timeout } = {}) {
+  if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('onProgress is a function');
+  const name = params.request;
+  const [started, sub] = await client.batch([
+    [method, params],
+    ['subscribe', { request: name, events: ['progress'] }],
+  ]);
+  if ('error' in started) {
+    client._discardNotificationsAbout(name);
+    const e = started.error;
+    throw new (require('./client').RPCError)(e.code, e.message, e.data, started);
+  }
+  const wait = timeout > 0 ? timeout + ANSWER_MARGIN : UNBOUNDED_WAIT;
+  try {
+    for (;;) {
+      const m = await client.waitNotification(
+        (n) => n.params && n.params.request === name && (n.method === 'onProgress' || n.method === 'onStateChange'),
+        { timeout: wait });
+      if (m.method === 'onProgress') {
+        if (onProgress) await onProgress(m.params);
+      } else if (m.params.state === 5) {
+        const out = { request: name, status: m.params.status, statusText: m.params.statusText };
+        if (started.result.path !== undefined) out.path = started.result.path;
+        return out;
+      }
+    }
+  } finally {
+    const calls = [];
+    if (sub && sub.result) calls.push(['unsubscribe', { subscription: sub.result.subscription }]);
+    calls.push(['release', { request: name }]);
+    await client.batch(calls).catch(() => {});
+    client._discardNotificationsAbout(name);
+  }
+}
+
+/** upload: `options.path` (below --upload-root) or `options.data` (string or bytes). */
+function upload(client, url, options = {}) {
+  const params = transferParams('upload', url, options);
+  const { path, data, method } = options;
+  if ((path === undefined) === (data === undefined)) throw new TypeError('upload: give one of path or data');
+  if (path !== undefined) params.path = path;
+  else params.dataBase64 = Buffer.from(data).toString('base64');
+  if (method !== undefined) params.method = method;
+  return runTransfer(client, 'upload', params, options);
+}
+
+/** download, written by the server: `path` below its --download-root; `options.resume`. */
+function serverDownload(client, url, path, options = {}) {
+  if (typeof path !== 'string') throw new TypeError('serverDownload: path is a string');
+  const params = transferParams('download', url, options);
+  params.path = path;
+  if (options.resume) params.resume = true;
+  return runTransfer(client, 'download', params, options);
+}
+
+module.exports = { upload, serverDownload };

@@ -1,0 +1,398 @@
+"""``upload`` and ``download``, the server-side transfers, against the fixture upstream.
+
+A download writes ``NAME.part`` below ``--download-root`` (0600, folders 0700) and
+renames it to ``NAME`` only when the body is whole with a 2xx status; ``resume: true``
+continues a part with ``Range`` and ``If-Range`` (the validator kept in
+``NAME.part.meta``). The upstream's ``/ranged/N`` serves pattern bytes by offset with an
+ETag and byte ranges, and echoes the ``Range`` and ``If-Range`` it received in
+``X-Seen-Range`` / ``X-Seen-If-Range``. Every wait has a deadline.
+"""
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+
+from support import ServerTestCase, XhrpcServer, pattern
+from xhrpc import AsyncClient, RPCError
+
+N = 300_001
+ETAG = '"p%ds0"' % N
+FOUR_GIB = 1 << 32
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for piece in iter(lambda: f.read(1 << 20), b""):
+            h.update(piece)
+    return h.hexdigest()
+
+
+def mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def run_transfer(c, method, params, timeout=60):
+    """Starts ``method`` with a progress subscription in one batch; returns its result,
+    the DONE notification's params, the progress params in order, and the response
+    headers (lower-case names); the request is released."""
+    name = params["request"]
+    started, sub = c.batch([(method, params), ("subscribe", {"request": name, "events": ["progress"]})])
+    if "error" in started:
+        raise RPCError(started["error"]["code"], started["error"]["message"], started["error"].get("data"))
+    progress = []
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = c.wait_notification(lambda m: (m.get("params") or {}).get("request") == name,
+                                  max(0.1, deadline - time.monotonic()))
+        if msg["method"] == "onProgress":
+            progress.append(msg["params"])
+        elif msg["params"]["state"] == 5:
+            done = msg["params"]
+            break
+    text = c.call("getAllResponseHeaders", {"request": name})
+    headers = {}
+    for line in text.split("\n"):
+        if ": " in line:
+            k, v = line.split(": ", 1)
+            headers[k.lower()] = v
+    c.call("unsubscribe", {"subscription": sub["result"]["subscription"]})
+    c.call("release", {"request": name})
+    c._discard_notifications(name)
+    return started["result"], done, progress, headers
+
+
+class TransferRoots:
+    """A download root and an upload root in a fresh folder, with an outside folder
+    and symbolic links that lead out."""
+
+    def __init__(self):
+        self.base = tempfile.mkdtemp(prefix="xhrpc-py-transfers-", dir="/tmp")
+        self.down = os.path.join(self.base, "down")
+        self.up = os.path.join(self.base, "up")
+        self.outside = os.path.join(self.base, "outside")
+        for d in (self.down, self.up, self.outside):
+            os.makedirs(d)
+        with open(os.path.join(self.outside, "victim"), "wb") as f:
+            f.write(b"outside\n")
+        os.symlink(self.outside, os.path.join(self.down, "dir-out"))
+        os.symlink(os.path.join(self.outside, "victim"), os.path.join(self.down, "file-out"))
+        os.symlink(os.path.join(self.outside, "victim"), os.path.join(self.down, "part-out.part"))
+        os.symlink(os.path.join(self.outside, "victim"), os.path.join(self.up, "link-out"))
+
+    def args(self):
+        return ("--download-root", self.down, "--upload-root", self.up)
+
+    def outside_listing(self):
+        with open(os.path.join(self.outside, "victim"), "rb") as f:
+            return sorted(os.listdir(self.outside)), f.read()
+
+
+class TransferCase(ServerTestCase):
+    UPSTREAM = True
+
+    @classmethod
+    def setUpClass(cls):
+        cls.roots = TransferRoots()
+        cls.addClassCleanup(shutil.rmtree, cls.roots.base, True)
+        cls.SERVER_ARGS = cls.roots.args()
+        super().setUpClass()
+
+    def setUp(self):
+        super().setUp()
+        self.c = self.connect()
+        self.n = 0
+
+    def name(self):
+        self.n += 1
+        return "%s-%d" % (self._testMethodName[-40:], self.n)
+
+    def target(self, rel):
+        return os.path.join(self.roots.down, rel)
+
+    def download(self, url_path, rel, **extra):
+        params = {"request": self.name(), "url": self.upstream.url(url_path), "path": rel}
+        params.update(extra)
+        return run_transfer(self.c, "download", params)
+
+    def leave_part(self, rel, cut):
+        """An earlier attempt cut after ``cut`` bytes: the part and its meta stay."""
+        _, done, _, _ = self.download("/ranged/%d?cut=%d" % (N, cut), rel)
+        self.assertEqual(done["status"], 0, done)
+        self.assertEqual(os.path.getsize(self.target(rel) + ".part"), cut)
+        self.assertFalse(os.path.exists(self.target(rel)))
+        with open(self.target(rel) + ".part.meta") as f:
+            self.assertEqual(json.load(f)["etag"], ETAG)
+        self.assertEqual(mode(self.target(rel) + ".part.meta"), 0o600)
+
+
+class Download(TransferCase):
+    def test_byte_exact_with_modes_and_progress(self):
+        result, done, progress, _ = self.download("/ranged/%d?seed=0" % N, "a/b/file.bin")
+        self.assertEqual(result["path"], "a/b/file.bin")
+        self.assertEqual((done["status"], done["stateName"]), (200, "DONE"))
+        path = self.target("a/b/file.bin")
+        self.assertEqual(file_sha(path), pattern.pattern_sha256(N))
+        self.assertEqual(mode(path), 0o600)
+        self.assertEqual(mode(self.target("a")), 0o700)
+        self.assertEqual(mode(self.target("a/b")), 0o700)
+        self.assertEqual(sorted(os.listdir(self.target("a/b"))), ["file.bin"])
+        self.assertTrue(progress, "no progress")
+        self.assertEqual((progress[-1]["totalBytesReceived"], progress[-1]["totalBytesExpectedToReceive"]), (N, N))
+
+    def test_part_until_complete_then_abort_keeps_it(self):
+        name = self.name()
+        self.c.call("download", {"request": name, "path": "slow.bin",
+                                 "url": self.upstream.url("/ranged/%d?chunk=1000&delay=50" % N)})
+        self.c.wait_notification(lambda m: m["params"].get("request") == name and m["params"]["state"] == 3, 20)
+        self.assertTrue(os.path.exists(self.target("slow.bin.part")))
+        self.assertFalse(os.path.exists(self.target("slow.bin")))
+        self.assertEqual(mode(self.target("slow.bin.part")), 0o600)
+        self.assertIs(self.c.call("abort", {"request": name}), True)
+        self.assertEqual(self.c.call("getState", {"request": name})["stateName"], "DONE")
+        # The body went to the file: the receive buffer says so with nothing in it.
+        self.assertEqual(self.c.call("getReceiveBuffer", {"request": name}),
+                         {"data": "", "encoding": "base64", "bytes": 0, "done": True})
+        self.c.call("release", {"request": name})
+        self.assertTrue(os.path.exists(self.target("slow.bin.part")))
+        self.assertFalse(os.path.exists(self.target("slow.bin")))
+
+    def test_a_path_being_downloaded_is_busy(self):
+        first = self.name()
+        self.c.call("download", {"request": first, "path": "twice.bin",
+                                 "url": self.upstream.url("/ranged/%d?chunk=1000&delay=50" % N)})
+        with self.assertRaises(RPCError) as e:
+            self.c.call("download", {"request": self.name(), "path": "twice.bin", "url": self.upstream.url("/ranged/10")})
+        self.assertEqual(e.exception.reason, "busy")
+        # A taken handle is refused before the file is touched.
+        with self.assertRaises(RPCError) as e:
+            self.c.call("download", {"request": first, "path": "other.bin", "url": self.upstream.url("/ranged/10")})
+        self.assertEqual(e.exception.reason, "already_exists")
+        self.assertFalse(os.path.exists(self.target("other.bin.part")))
+        self.c.call("release", {"request": first})
+        self.c._discard_notifications(first)
+        # Released: the path is free again.
+        _, done, _, _ = self.download("/ranged/10", "twice.bin")
+        self.assertEqual(done["status"], 200)
+
+    def test_non_2xx_is_not_renamed(self):
+        _, done, _, _ = self.download("/status/404", "missing.bin")
+        self.assertEqual(done["status"], 404)
+        self.assertFalse(os.path.exists(self.target("missing.bin")))
+        self.assertEqual(os.path.getsize(self.target("missing.bin.part")), 0)
+
+    def test_dot_dot_and_absolute_paths_are_refused(self):
+        self.refused(("../outside/x", "a/../../outside/x", "new/../../outside/x", self.roots.outside + "/x"))
+
+    def test_symbolic_links_are_refused(self):
+        # In the middle, as the name, as the name's .part.
+        self.refused(("dir-out/x", "dir-out/new/x", "file-out", "part-out"))
+
+    def refused(self, paths):
+        """Each path is path_not_allowed, and nothing is written inside or outside."""
+        before = self.roots.outside_listing()
+        down_before = sorted(os.listdir(self.roots.down))
+        for rel in paths:
+            with self.subTest(rel=rel):
+                with self.assertRaises(RPCError) as e:
+                    self.c.call("download", {"request": self.name(), "url": self.upstream.url("/ranged/10"),
+                                             "path": rel})
+                self.assertEqual(e.exception.code, -32602)
+                self.assertEqual(e.exception.reason, "path_not_allowed")
+        self.assertEqual(self.roots.outside_listing(), before)
+        self.assertEqual(sorted(os.listdir(self.roots.down)), down_before)
+        self.assertEqual(self.c.call("list"), [])
+
+    def test_resume_with_206_and_if_range(self):
+        self.leave_part("resumed.bin", 70_000)
+        _, done, progress, headers = self.download("/ranged/%d" % N, "resumed.bin", resume=True)
+        self.assertEqual(done["status"], 206)
+        self.assertEqual(headers["x-seen-range"], "bytes=70000-")
+        self.assertEqual(headers["x-seen-if-range"], ETAG)
+        self.assertEqual(file_sha(self.target("resumed.bin")), pattern.pattern_sha256(N))
+        self.assertFalse(os.path.exists(self.target("resumed.bin.part.meta")))
+        # The totals count the whole file, the kept 70000 bytes included.
+        self.assertTrue(all(p["totalBytesReceived"] >= 70_000 for p in progress), progress)
+        self.assertEqual((progress[-1]["totalBytesReceived"], progress[-1]["totalBytesExpectedToReceive"]), (N, N))
+
+    def test_resume_restarts_when_the_server_answers_200(self):
+        for i, query in enumerate(("ignore_range=1", "etag=changed")):
+            with self.subTest(query=query):
+                rel = "restart-%d.bin" % i
+                self.leave_part(rel, 50_000)
+                _, done, progress, headers = self.download("/ranged/%d?%s" % (N, query), rel, resume=True)
+                self.assertEqual(done["status"], 200)
+                self.assertEqual(headers["x-seen-range"], "bytes=50000-")
+                self.assertEqual(file_sha(self.target(rel)), pattern.pattern_sha256(N))
+                self.assertEqual(progress[-1]["totalBytesExpectedToReceive"], N)
+
+    def test_mismatched_content_range_fails(self):
+        self.leave_part("shifted.bin", 40_000)
+        _, done, _, _ = self.download("/ranged/%d?shift=5" % N, "shifted.bin", resume=True)
+        self.assertEqual(done["status"], 0)
+        self.assertIn("resumed at byte 40005", done["statusText"])
+        self.assertEqual(os.path.getsize(self.target("shifted.bin.part")), 40_000)
+        self.assertFalse(os.path.exists(self.target("shifted.bin")))
+
+    def test_416_for_a_complete_part_renames_it(self):
+        with open(self.target("whole.bin.part"), "wb") as f:
+            f.write(pattern.pattern_bytes(N))
+        with open(self.target("whole.bin.part.meta"), "w") as f:
+            json.dump({"etag": ETAG}, f)
+        _, done, _, headers = self.download("/ranged/%d" % N, "whole.bin", resume=True)
+        self.assertEqual(done["status"], 416)
+        self.assertEqual(headers["x-seen-range"], "bytes=%d-" % N)
+        self.assertEqual(file_sha(self.target("whole.bin")), pattern.pattern_sha256(N))
+
+    def test_totals_beyond_4_gib_from_a_sparse_part(self):
+        tail = 70_000
+        size = FOUR_GIB + tail
+        with open(self.target("huge.bin.part"), "wb") as f:
+            f.truncate(FOUR_GIB)
+        with open(self.target("huge.bin.part.meta"), "w") as f:
+            json.dump({"etag": '"p%ds0"' % size}, f)
+        _, done, progress, headers = self.download("/ranged/%d" % size, "huge.bin", resume=True)
+        self.assertEqual(done["status"], 206, done)
+        self.assertEqual(headers["x-seen-range"], "bytes=%d-" % FOUR_GIB)
+        path = self.target("huge.bin")
+        self.assertEqual(os.path.getsize(path), size)
+        with open(path, "rb") as f:
+            f.seek(FOUR_GIB)
+            self.assertEqual(f.read(), b"".join(pattern.iter_pattern(tail, 0, offset=FOUR_GIB)))
+        self.assertEqual((progress[-1]["totalBytesReceived"], progress[-1]["totalBytesExpectedToReceive"]),
+                         (size, size))
+        os.unlink(path)
+
+
+class Upload(TransferCase):
+    SIZE = 200_003
+
+    def echo_of(self, params):
+        name = params["request"]
+        started, sub = self.c.batch([("upload", params), ("subscribe", {"request": name, "events": ["progress"]})])
+        self.assertEqual(started["result"], {"request": name})
+        progress = []
+        while True:
+            m = self.c.wait_notification(lambda m: m["params"].get("request") == name, 30)
+            if m["method"] == "onProgress":
+                progress.append(m["params"])
+            elif m["params"]["state"] == 5:
+                break
+        self.assertEqual(m["params"]["status"], 200)
+        body = base64.b64decode(self.c.call("getReceiveBuffer", {"request": name})["data"])
+        self.c.call("unsubscribe", {"subscription": sub["result"]["subscription"]})
+        self.c.call("release", {"request": name})
+        self.c._discard_notifications(name)
+        return json.loads(body), progress
+
+    def test_file_from_the_upload_root(self):
+        data = pattern.pattern_bytes(self.SIZE, 5)
+        with open(os.path.join(self.roots.up, "up.bin"), "wb") as f:
+            f.write(data)
+        echo, progress = self.echo_of({"request": self.name(), "url": self.upstream.url("/echo"), "path": "up.bin"})
+        self.assertEqual((echo["method"], echo["bodyLength"], echo["bodySha256"]), ("POST", self.SIZE, sha(data)))
+        self.assertEqual((progress[-1]["totalBytesWritten"], progress[-1]["totalBytesExpectedToWrite"]),
+                         (self.SIZE, self.SIZE))
+
+    def test_data_base64_with_method_and_headers(self):
+        data = bytes(range(256)) * 3
+        echo, _ = self.echo_of({"request": self.name(), "url": self.upstream.url("/echo"), "method": "PUT",
+                                "dataBase64": base64.b64encode(data).decode(), "headers": {"X-Up": "1"}})
+        self.assertEqual((echo["method"], base64.b64decode(echo["bodyBase64"])), ("PUT", data))
+        self.assertEqual(echo["headers"]["x-up"], "1")
+
+    def test_escaping_path_is_refused(self):
+        for rel in ("../outside/victim", "link-out", self.roots.outside + "/victim"):
+            with self.subTest(rel=rel):
+                with self.assertRaises(RPCError) as e:
+                    self.c.call("upload", {"url": self.upstream.url("/echo"), "path": rel})
+                self.assertEqual((e.exception.code, e.exception.reason), (-32602, "path_not_allowed"))
+        self.assertEqual(self.c.call("list"), [])
+
+    def test_client_helpers(self):
+        data = b"client helper " * 1000
+        seen = []
+        r = self.c.upload(self.upstream.url("/echo"), data=data, on_progress=seen.append)
+        self.assertEqual(r["status"], 200)
+        self.assertEqual(seen[-1]["totalBytesWritten"], len(data))
+        seen = []
+        r = self.c.server_download(self.upstream.url("/ranged/%d?seed=2" % N), "helper/x.bin", on_progress=seen.append)
+        self.assertEqual((r["status"], r["path"]), (200, "helper/x.bin"))
+        self.assertEqual(file_sha(self.target("helper/x.bin")), pattern.pattern_sha256(N, 2))
+        self.assertEqual(seen[-1]["totalBytesReceived"], N)
+        self.assertTrue(all(p["request"] == r["request"] for p in seen))
+        self.assertEqual(self.c.call("list"), [])
+
+
+class AsyncHelpers(TransferCase):
+    def test_async_upload_and_server_download(self):
+        async def main():
+            c = await AsyncClient.connect_unix(self.server.socket_path)
+            try:
+                seen = []
+
+                async def note(p):
+                    seen.append(p)
+
+                r = await c.upload(self.upstream.url("/echo"), data=b"async " * 5000, on_progress=note)
+                self.assertEqual(r["status"], 200)
+                self.assertEqual(seen[-1]["totalBytesWritten"], 30000)
+                r = await c.server_download(self.upstream.url("/ranged/%d?seed=4" % N), "async.bin")
+                self.assertEqual((r["status"], r["path"]), (200, "async.bin"))
+                self.assertEqual(await c.call("list"), [])
+            finally:
+                await c.close()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
+        self.assertEqual(file_sha(self.target("async.bin")), pattern.pattern_sha256(N, 4))
+
+
+class WithoutDownloadRoot(ServerTestCase):
+    def test_download_is_refused(self):
+        c = self.connect()
+        with self.assertRaises(RPCError) as e:
+            c.call("download", {"url": "http://127.0.0.1:9/x", "path": "x"})
+        self.assertEqual(e.exception.reason, "forbidden")
+        self.assertIn("--download-root", str(e.exception))
+
+
+class ResumeAfterSigterm(TransferCase):
+    """SIGTERM with --drain-seconds 0 aborts the download at once; the part stays."""
+
+    @classmethod
+    def server_args(cls):
+        return cls.SERVER_ARGS + ("--drain-seconds", "0")
+    def test_resume_in_a_new_server_after_sigterm(self):
+        name = self.name()
+        rel = "sigterm.bin"
+        self.c.batch([("download", {"request": name, "path": rel,
+                                    "url": self.upstream.url("/ranged/%d?chunk=4096&delay=200" % N)}),
+                      ("subscribe", {"request": name, "events": ["progress"]})])
+        self.c.wait_notification(lambda m: m["method"] == "onProgress" and m["params"]["request"] == name
+                                 and m["params"]["totalBytesReceived"] > 0, 30)
+        self.assertEqual(self.server.stop(), 0)
+        kept = os.path.getsize(self.target(rel + ".part"))
+        self.assertTrue(0 < kept < N, kept)
+        self.assertFalse(os.path.exists(self.target(rel)))
+        again = XhrpcServer(args=self.server_args()).start()
+        self.addCleanup(again.stop)
+        c = again.connect()
+        self.addCleanup(c.close)
+        _, done, progress, headers = run_transfer(c, "download", {
+            "request": "again", "url": self.upstream.url("/ranged/%d" % N), "path": rel, "resume": True})
+        self.assertEqual(done["status"], 206)
+        self.assertEqual(headers["x-seen-range"], "bytes=%d-" % kept)
+        self.assertEqual(file_sha(self.target(rel)), pattern.pattern_sha256(N))
+        self.assertEqual(progress[-1]["totalBytesReceived"], N)
+        # The class's server is gone: a fresh one for tearDownClass and _check_alive.
+        type(self).server = XhrpcServer(args=self.server_args()).start()
