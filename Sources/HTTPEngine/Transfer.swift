@@ -23,6 +23,9 @@ public final class Transfer {
     /// What the current hop sends: `request` at first, then what each redirect made of
     /// it (`RedirectRule`).
     var hop: TransferRequest
+    /// The URL of the current hop (after redirects followed so far): the one a
+    /// delivered head answered.
+    public var currentURL: String { hop.url }
     /// Redirects followed so far.
     var redirectsFollowed = 0
     /// The head of the redirect the current hop answered with, set at the blank line

@@ -76,7 +76,7 @@ extension HTTPRequest {
     // MARK: TransferDelegate
 
     func transfer(_ t: Transfer, receivedHead head: ResponseHead) {
-        if discardsForRetry(t, head) { return }
+        if discardsForCredentials(t, head) || discardsForRetry(t, head) { return }
         pendingHead = head
         perform(machine.headReceived())
         tell(.didReceiveResponse, [
