@@ -77,6 +77,11 @@ class CredentialsCase(ServerTestCase):
         self.assertFalse(c.credentials_remove("example.com"))
         self.assertTrue(c.credentials_remove("::1", 8080, "http", "Zone", user="v6"))
         self.assertEqual([e["realm"] for e in c.credentials_list()], ["R"])
+        # The wire forms the client methods wrap.
+        self.assertEqual(c.call("credentials.list"), {"credentials": [
+            {"scheme": "https", "host": "example.com", "port": 443, "realm": "R", "auth": None, "user": "u2"}]})
+        self.assertEqual(c.call("credentials.remove", {"host": "EXAMPLE.com", "realm": "R"}), {"removed": True})
+        self.assertEqual(c.call("credentials.remove", {"host": "example.com", "realm": "R"}), {"removed": False})
 
     def test_bad_parameters_are_invalid_params(self):
         for params in ({"host": "a.test", "user": "u"},
