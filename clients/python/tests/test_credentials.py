@@ -226,11 +226,23 @@ class ProxyCredentials(ServerTestCase):
     def setUpClass(cls):
         cls.proxy = Fixture("proxy.py", "--user", "pu", "--password", "proxy-s3cret").start()
         cls.addClassCleanup(cls.proxy.stop)
+        cls.digest_proxy = Fixture("proxy.py", "--user", "pu", "--password", "proxy-s3cret", "--auth", "digest",
+                                   "--digest-algorithm", "SHA-256").start()
+        cls.addClassCleanup(cls.digest_proxy.stop)
+        cls.ntlm_proxy = Fixture("proxy.py", "--user", "pu", "--password", "proxy-s3cret", "--auth", "ntlm").start()
+        cls.addClassCleanup(cls.ntlm_proxy.stop)
         super().setUpClass()
 
-    def through_proxy(self, c):
+    def test_digest_and_ntlm_proxies(self):
+        with self.connect() as c:
+            for proxy, auth in ((self.digest_proxy, None), (self.ntlm_proxy, "NTLM")):
+                self.assertEqual(self.through_proxy(c, proxy), 407, auth)
+                c.credentials_set("127.0.0.1", "pu", "proxy-s3cret", port=proxy.port, scheme="http", auth=auth)
+                self.assertEqual(self.through_proxy(c, proxy), 200, auth)
+
+    def through_proxy(self, c, proxy=None):
         r = c.call("create")["request"]
-        c.call("enableHttpProxy", {"request": r, "host": "127.0.0.1", "port": self.proxy.port})
+        c.call("enableHttpProxy", {"request": r, "host": "127.0.0.1", "port": (proxy or self.proxy).port})
         c.call("open", {"request": r, "method": "GET", "url": self.upstream.url("/bytes/5"), "async": False,
                         "subscribe": False})
         return c.call("send", {"request": r, "timeout": 10}, timeout=20)["status"]
