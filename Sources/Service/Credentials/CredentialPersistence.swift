@@ -21,8 +21,10 @@ final class CredentialPersistence {
     private let state: StateDirectory?
     private let logger: Logger
 
-    /// Largest store read at start; a bigger file is refused as not ours.
-    static let maxBytes = 4 << 20
+    /// Largest store read at start; a bigger file is refused as not ours. A full table
+    /// (`CredentialTable.maxEntries`) of the longest entries `credentials.set` takes
+    /// (`maxFieldBytes`), every byte written as a `\u` escape, stays under 80 MB.
+    static let maxBytes = 128 << 20
 
     /// `stateDirectory` nil: memory only. Throws when the directory cannot be made.
     init(stateDirectory: String?, logger: Logger) throws(StartupError) {

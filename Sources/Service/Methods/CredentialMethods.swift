@@ -17,6 +17,8 @@ extension Server {
             let password = try p.string("password")
             try HTTPSyntax.checkCredential(user, name: "user")
             try HTTPSyntax.checkCredential(password, name: "password")
+            try Self.checkLength(user, "user")
+            try Self.checkLength(password, "password")
             guard s.principal.credentials.set(StoredCredential(space: space, auth: auth, user: user, password: password)) else {
                 throw ServiceError.limitExceeded("credentials", max: CredentialTable.maxEntries,
                                                  "Too many credentials: principal '\(s.principal.name)' keeps at most \(CredentialTable.maxEntries); remove some first")
@@ -41,6 +43,17 @@ extension Server {
         }
     }
 
+    /// Longest user name, password or realm kept, in bytes: with `CredentialTable.maxEntries`
+    /// it bounds a principal's store well below `CredentialPersistence.maxBytes`, so a
+    /// store the server wrote is always one it loads again.
+    static let maxFieldBytes = 4096
+
+    private static func checkLength(_ value: String, _ name: String) throws(RPCError) {
+        guard value.utf8.count <= maxFieldBytes else {
+            throw RPCError.invalidParams("'\(name)' must be at most \(maxFieldBytes) bytes")
+        }
+    }
+
     /// The protection space named by `host`, `port?`, `scheme?` (default `https`; the
     /// port defaults to the scheme's) and `realm?` (absent: any realm of the origin).
     private static func protectionSpace(_ p: Params) throws(RPCError) -> ProtectionSpace {
@@ -54,7 +67,10 @@ extension Server {
         }
         let port = Int(try p.optionalInt("port", in: 1...65535) ?? Int64(ProtectionSpace.defaultPort(scheme)))
         let realm = try p.optionalString("realm")
-        if let realm { try HTTPSyntax.checkCredential(realm, name: "realm") }
+        if let realm {
+            try HTTPSyntax.checkCredential(realm, name: "realm")
+            try checkLength(realm, "realm")
+        }
         return ProtectionSpace(scheme: scheme, host: host, port: port, realm: realm)
     }
 }

@@ -89,7 +89,8 @@ class CredentialsCase(ServerTestCase):
                        {"host": "a/b", "user": "u", "password": "p"},
                        {"host": "a.test", "user": "u", "password": "p", "scheme": "ftp"},
                        {"host": "a.test", "user": "u", "password": "p", "port": 0},
-                       {"host": "a.test", "user": "u", "password": "p", "auth": "BEARER"}):
+                       {"host": "a.test", "user": "u", "password": "p", "auth": "BEARER"},
+                       {"host": "a.test", "user": "u", "password": "p" * 4097}):
             with self.assertRaises(RPCError, msg=str(params)) as e:
                 self.c.call("credentials.set", params)
             self.assertEqual(e.exception.code, -32602, params)
