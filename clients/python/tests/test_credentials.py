@@ -10,6 +10,7 @@ Tests/Fixtures/recording_origin.py to see exactly which headers each request car
 and Tests/Fixtures/proxy.py demanding Basic proxy authentication.
 """
 
+import asyncio
 import base64
 import json
 import os
@@ -23,6 +24,7 @@ from recording_origin import RecordingOrigin  # Tests/Fixtures, on sys.path thro
 from test_requests import _server_args, state_change
 from test_tls_proxy import Fixture
 from xhrpc import RPCError
+from xhrpc.aio import AsyncClient
 
 USER, PASSWORD = "u1", "pw-Cr3d-s3cret"
 ALICE = {"name": "alice", "token": "alice-" + "a" * 40}
@@ -82,6 +84,25 @@ class CredentialsCase(ServerTestCase):
             {"scheme": "https", "host": "example.com", "port": 443, "realm": "R", "auth": None, "user": "u2"}]})
         self.assertEqual(c.call("credentials.remove", {"host": "EXAMPLE.com", "realm": "R"}), {"removed": True})
         self.assertEqual(c.call("credentials.remove", {"host": "example.com", "realm": "R"}), {"removed": False})
+
+    def test_the_async_client_has_the_same_calls(self):
+        url = self.up("/basic-auth/%s/%s" % (USER, PASSWORD))
+
+        async def run():
+            c = await AsyncClient.connect_unix(self.server.socket_path)
+            try:
+                await c.credentials_set("127.0.0.1", USER, PASSWORD, port=self.upstream.port, scheme="http")
+                listed = await c.credentials_list()
+                status = (await c.fetch(url, timeout=10))["status"]
+                removed = await c.credentials_remove("127.0.0.1", self.upstream.port, "http")
+                return listed, status, removed, await c.credentials_list()
+            finally:
+                await c.close()
+
+        listed, status, removed, after = asyncio.run(asyncio.wait_for(run(), 30))
+        self.assertEqual(listed, [{"scheme": "http", "host": "127.0.0.1", "port": self.upstream.port, "realm": None,
+                                   "auth": None, "user": USER}])
+        self.assertEqual((status, removed, after), (200, True, []))
 
     def test_bad_parameters_are_invalid_params(self):
         for params in ({"host": "a.test", "user": "u"},
