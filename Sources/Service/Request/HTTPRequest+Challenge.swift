@@ -7,7 +7,10 @@ import HTTPEngine
 /// the buffer, the client never sees it) and the send is tried once more — attempt 2,
 /// reported as SENT again like any retry — with the credential and only the scheme it
 /// matched. A 407 from the request's proxy is answered the same way with the proxy's
-/// protection space (`http://proxyhost:port`) and `Proxy-Authenticate`. The client
+/// protection space (`http://proxyhost:port`) and `Proxy-Authenticate`; a 407 refusing
+/// an https URL's CONNECT tunnel ends the transfer with no response and no header to
+/// read, and is answered from the schemes libcurl saw offered (`answersTunnelChallenge`).
+/// The client
 /// sees one request whose response is the authenticated one, or the challenge as it
 /// came when nothing matched (or the credential was refused: the store is consulted
 /// once per send).
@@ -54,6 +57,26 @@ extension HTTPRequest {
             guard let self, endDiscarded(t) else { return }
             retry()
         }
+        return true
+    }
+
+    /// Whether a proxy's refusal of the CONNECT tunnel (an https URL: 407, so the
+    /// transfer failed with no response) is answered from the store: the proxy's
+    /// any-realm entry only, since libcurl shows the schemes the proxy offered but not
+    /// its realm. If so the next attempt starts now, with the proxy credential (a
+    /// transfer that ended may start the next one from its completion).
+    func answersTunnelChallenge(_ t: Transfer) -> Bool {
+        guard let offered = t.tunnelChallenge, var request = planned, request.body.isReplayable,
+              var proxy = request.proxy, proxy.user == nil else { return false }
+        let space = ProtectionSpace(scheme: "http", host: proxy.host, port: proxy.port, realm: nil)
+        guard let m = principal.credentials.match(origin: space, challenges: offered.map { AuthChallenge(scheme: $0.rawValue, realm: nil) })
+        else { return false }
+        proxy.user = m.user
+        proxy.password = m.password
+        proxy.auth = m.auth
+        request.proxy = proxy
+        planned = request
+        retry()
         return true
     }
 }

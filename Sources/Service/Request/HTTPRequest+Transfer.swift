@@ -156,6 +156,7 @@ extension HTTPRequest {
             if state == .sent {
                 // No response: another attempt may follow.
                 transfer = nil
+                if answersTunnelChallenge(t) { return }
                 attemptFailed(failure)
             } else {
                 perform(machine.failed(failure.text))

@@ -22,7 +22,8 @@ import unittest
 from support import ServerTestCase, Upstream, XhrpcServer
 from recording_origin import RecordingOrigin  # Tests/Fixtures, on sys.path through support
 from test_requests import _server_args, state_change
-from test_tls_proxy import Fixture
+# The TLS fixtures' certificates are made once for this module too (setUpModule).
+from test_tls_proxy import Fixture, TLSProxyCase, auth_proxy, setUpModule, tearDownModule, tls_upstream  # noqa: F401
 from xhrpc import RPCError
 from xhrpc.aio import AsyncClient
 
@@ -280,6 +281,33 @@ class ProxyCredentials(ServerTestCase):
             self.proxy.log()
             self.assertEqual(self.through_proxy(c), 200)
             self.assertEqual([r.get("status") for r in self.proxy.log()], [407, 200])
+
+
+class TunnelCredentials(TLSProxyCase):
+    """An https URL through a proxy that refuses the CONNECT tunnel with 407: libcurl
+    shows the offered schemes but not the realm, so the proxy's any-realm entry answers."""
+
+    FIXTURES = {
+        "https": lambda: tls_upstream("good"),
+        "basic": lambda: auth_proxy("basic"),
+    }
+
+    def through(self):
+        proxy = ("enableHttpProxy", {"host": "127.0.0.1", "port": self.fx["basic"].port})
+        return self.fetch(self.fx["https"].https("/bytes/7"), [proxy])[0]
+
+    def test_the_tunnel_is_opened_with_the_proxy_space_credential(self):
+        port = self.fx["basic"].port
+        self.assertTrue(self.through()["statusText"].startswith("CONNECT tunnel failed, response 407"))
+        self.c.credentials_set("127.0.0.1", "pu", "proxy-pw-1", port=port, scheme="http", realm="xhrpc-proxy")
+        self.assertEqual(self.through()["status"], 0, "a realm-bound entry cannot match a realm no one saw")
+        self.c.credentials_set("127.0.0.1", "pu", "proxy-pw-1", port=port, scheme="http")
+        self.fx["basic"].log()
+        self.assertEqual(self.through()["status"], 200)
+        self.assertEqual([(e["method"], e["status"]) for e in self.fx["basic"].log()], [("CONNECT", 407), ("CONNECT", 200)])
+        self.c.credentials_set("127.0.0.1", "pu", "wrong", port=port, scheme="http")
+        self.assertEqual(self.through()["status"], 0, "a refused credential is tried once")
+        self.assertEqual([(e["method"], e["status"]) for e in self.fx["basic"].log()], [("CONNECT", 407), ("CONNECT", 407)])
 
 
 class CredentialStoreFile(unittest.TestCase):
