@@ -23,6 +23,14 @@ public final class Transfer {
     /// What the current hop sends: `request` at first, then what each redirect made of
     /// it (`RedirectRule`).
     var hop: TransferRequest
+    /// The URL of the current hop (after redirects followed so far): the one a
+    /// delivered head answered.
+    public var currentURL: String { hop.url }
+    /// The schemes a proxy offered when it refused the CONNECT tunnel with 407
+    /// (`CURLINFO_PROXYAUTH_AVAIL`), set before a failed completion is reported; nil for
+    /// any other ending. The proxy's `Proxy-Authenticate` header itself is not seen
+    /// (`CURLOPT_SUPPRESS_CONNECT_HEADERS`), so no realm.
+    public internal(set) var tunnelChallenge: [AuthScheme]?
     /// Redirects followed so far.
     var redirectsFollowed = 0
     /// The head of the redirect the current hop answered with, set at the blank line

@@ -350,6 +350,10 @@ public final class TransferEngine {
             failure = followRedirect(t, slot, redirect, from: effectiveURL)
             if failure == nil { return }  // the next hop runs
         }
+        if failure != nil, t.hop.proxy != nil, slot.easy.info(long: CURLINFO_HTTP_CONNECTCODE) == 407 {
+            let offered = slot.easy.info(long: CURLINFO_PROXYAUTH_AVAIL) ?? 0
+            t.tunnelChallenge = AuthScheme.allCases.filter { offered & TransferEngine.authBits($0) != 0 }
+        }
         t.metrics = TransferMetrics(
             effectiveURL: effectiveURL,
             redirectCount: t.redirectsFollowed,

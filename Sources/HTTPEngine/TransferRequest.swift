@@ -1,6 +1,6 @@
 /// The HTTP authentication scheme to offer when a request carries credentials. The raw
 /// values are the names clients use in `open {auth}` (api/openrpc.json).
-public enum AuthScheme: String, Sendable {
+public enum AuthScheme: String, Sendable, CaseIterable {
     case basic = "BASIC", digest = "DIGEST", negotiate = "NEGOTIATE", ntlm = "NTLM"
 }
 

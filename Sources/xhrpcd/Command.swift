@@ -76,7 +76,7 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("http://[user:password@]host:port of the HTTP proxy that enableSecureCommunication routes a client's requests through (config key \"egressProxy\"). User and password may be percent-encoded and are offered with Basic.", valueName: "url"))
     var egressProxy: String?
 
-    @Option(name: .long, help: ArgumentHelp("Directory for state that outlives the process: each principal's persistent cookies, in cookies-<principal>.txt (mode 0600), loaded at start and saved within a second of a change and at shutdown. Created 0700 if missing. Without it cookies live in memory only (config key \"stateDir\").", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("Directory for state that outlives the process: each principal's persistent cookies, in cookies-<principal>.txt (mode 0600), loaded at start and saved within a second of a change and at shutdown, and its stored credentials, in credentials-<principal>.json (mode 0600, saved at each change). Temporary files a killed save left are removed at start. Created 0700 if missing. Without it cookies and credentials live in memory only (config key \"stateDir\").", valueName: "dir"))
     var stateDir: String?
 
     @Option(name: .long, help: ArgumentHelp(

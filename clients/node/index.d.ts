@@ -286,6 +286,26 @@ export interface OpenParams extends OnRequest {
   subscribe?: boolean;
 }
 
+/** A protection space of credentials.set and credentials.remove (scheme default https, port the scheme's; no realm: any). */
+export interface ProtectionSpace {
+  host: string;
+  port?: number;
+  scheme?: 'https' | 'http';
+  realm?: string;
+}
+
+/** A stored credential as credentials.list shows it: never its password. */
+export interface StoredCredential {
+  scheme: 'https' | 'http';
+  host: string;
+  port: number;
+  realm: string | null;
+  auth: AuthName | null;
+  user: string;
+}
+
+export type AuthName = 'BASIC' | 'DIGEST' | 'NTLM' | 'NEGOTIATE';
+
 export interface FetchParams {
   url: string;
   method?: string;
@@ -447,6 +467,9 @@ export interface Methods {
     result: { subscription: string };
   };
   unsubscribe: { params: { subscription: string }; result: true };
+  'credentials.set': { params: ProtectionSpace & { auth?: AuthName; user: string; password: string }; result: true };
+  'credentials.list': { params: NoParams; result: { credentials: StoredCredential[] } };
+  'credentials.remove': { params: ProtectionSpace & { user?: string }; result: { removed: boolean } };
   'intercept.register': { params: { events?: InterceptEvent[]; timeout?: number; match?: string[] }; result: { interceptor: string } };
   'intercept.unregister': { params: { interceptor: string }; result: true };
   'socket.create': { params: { host: string; port: number; ssl?: boolean; socket?: string }; result: { socket: string } };
@@ -744,6 +767,15 @@ export class Client {
   readBody(request: string, options?: ReadBodyOptions): Promise<Bytes>;
   /** The fetch method: a whole exchange in one call; no response is status 0, not a rejection. */
   fetch(url: string, options?: FetchOptions): Promise<FetchResult>;
+  /**
+   * credentials.set: stores a credential of this principal for a protection space; the
+   * server sends it only after a matching 401 (or a proxy's 407) and sends the request again.
+   */
+  credentialsSet(credential: ProtectionSpace & { auth?: AuthName; user: string; password: string }): Promise<void>;
+  /** credentials.list: this principal's stored credentials, without passwords. */
+  credentialsList(): Promise<StoredCredential[]>;
+  /** credentials.remove: false when the space had no credential (or another user's). */
+  credentialsRemove(space: ProtectionSpace & { user?: string }): Promise<boolean>;
   /**
    * Downloads url (GET) into the file path, through path + '.part' renamed when complete;
    * rejects with DownloadError for a status outside 2xx or a transfer that failed.

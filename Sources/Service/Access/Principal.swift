@@ -26,6 +26,10 @@ final class Principal {
     /// handling), and of no one else's. It lives as long as the principal; `CookiePersistence`
     /// loads and saves its persistent part.
     let cookieJar: CookieJar
+    /// The credentials this principal stored per protection space (`credentials.set`),
+    /// used when a response challenges one of its requests (`HTTPRequest+Challenge.swift`);
+    /// no other principal's requests ever look here. `CredentialPersistence` keeps it on disk.
+    var credentials = CredentialTable()
 
     /// Connections acting for this principal now.
     var connections = 0

@@ -230,14 +230,20 @@ extension HTTPRequest {
 
     /// Ends a discarded attempt's transfer (if it has not ended) and backs off.
     func dropDiscarded(_ t: Transfer, policy: RetryPolicy? = nil, retryAfter: Double? = nil) {
-        guard discarding === t else { return }
+        guard endDiscarded(t), let policy = policy ?? retryPolicy else { return }
+        backOff(policy, retryAfter: retryAfter)
+    }
+
+    /// Ends a discarded attempt's transfer (if it has not ended); true when the send is
+    /// still waiting for its next attempt.
+    func endDiscarded(_ t: Transfer) -> Bool {
+        guard discarding === t else { return false }
         discarding = nil
         if transfer === t {
             env.engine.cancel(t)
             transfer = nil
         }
-        guard state == .sent, let policy = policy ?? retryPolicy else { return }
-        backOff(policy, retryAfter: retryAfter)
+        return state == .sent
     }
 
     // MARK: Notices

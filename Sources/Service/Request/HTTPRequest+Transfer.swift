@@ -79,7 +79,7 @@ extension HTTPRequest {
     // MARK: TransferDelegate
 
     func transfer(_ t: Transfer, receivedHead head: ResponseHead) {
-        if discardsForRetry(t, head) { return }
+        if discardsForCredentials(t, head) || discardsForRetry(t, head) { return }
         pendingHead = head
         downloadHeadArrived(head)
         perform(machine.headReceived())
@@ -162,6 +162,7 @@ extension HTTPRequest {
             if state == .sent {
                 // No response: another attempt may follow.
                 transfer = nil
+                if answersTunnelChallenge(t) { return }
                 attemptFailed(failure)
             } else {
                 perform(machine.failed(failure.text))

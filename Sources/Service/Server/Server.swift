@@ -37,6 +37,8 @@ public final class Server {
     var anonymousUsage = Principal.Usage()
     /// Loads and saves the principals' persistent cookies (`--state-dir`).
     let cookies: CookiePersistence
+    /// Loads and saves the principals' stored credentials (`--state-dir`).
+    let credentials: CredentialPersistence
     /// Expires unused requests and keeps detached ones (`detach`, `attach`). Lazy only
     /// because it refers back to the server; its timer is made in `init`.
     private(set) lazy var lifetime = ObjectLifetime(server: self, timer: sweepTimer, config: config)
@@ -87,7 +89,15 @@ public final class Server {
         requestSettings = RequestSettings(maxBufferBytes: config.maxBufferBytes, maxRedirects: config.maxRedirects,
                                           maxResponseBytes: config.maxResponseBytes)
         principalTable = try PrincipalTable(config)
+        if let dir = config.stateDir {
+            // Before any store is read: what a save killed halfway left is garbage.
+            for name in try StateDirectory(dir).removeLeftoverTemporaries() {
+                logger.notice("removed \(dir)/\(name), left by a save that did not finish")
+            }
+        }
         cookies = try CookiePersistence(stateDirectory: config.stateDir, loop: loop, logger: logger)
+        credentials = try CredentialPersistence(stateDirectory: config.stateDir, logger: logger)
+        for p in principalTable.byName.values.sorted(by: { $0.name < $1.name }) { credentials.attach(p) }
         for p in principalTable.byName.values.sorted(by: { $0.name < $1.name }) { cookies.attach(p) }
         sweepTimer = try EventLoop.Timer(loop: loop)
         dispatcher.gate = { [unowned self] call in try admit(call) }
@@ -110,6 +120,7 @@ public final class Server {
         registerDetachMethods()
         registerSocketMethods()
         registerInterceptMethods()
+        registerCredentialMethods()
     }
 
     /// The declared methods and their parameter names, for the contract test.

@@ -436,6 +436,26 @@ class Client extends EventEmitter {
   }
 
   /**
+   * `credentials.set`: stores a credential of this principal for a protection space
+   * `{host, port?, scheme? = 'https', realm?, auth?, user, password}` (port: the scheme's;
+   * no realm: any realm of the host). The server sends it only after a matching 401 (or a
+   * proxy's 407) challenge, then sends the request again; it never sends it before.
+   */
+  async credentialsSet(credential) {
+    await this.call('credentials.set', credential);
+  }
+
+  /** `credentials.list`: this principal's stored credentials, without passwords. */
+  async credentialsList() {
+    return (await this.call('credentials.list', {})).credentials;
+  }
+
+  /** `credentials.remove` of a protection space (as set named it); false when there was none. */
+  async credentialsRemove(space) {
+    return (await this.call('credentials.remove', space)).removed;
+  }
+
+  /**
    * Downloads `url` (GET) into the file `path` through the object API, so a body of any
    * size streams through: see lib/download.js. Options: `onProgress(received, total)`,
    * `headers`, `timeout`. Resolves to `{path, bytes, total, status, statusText}`; rejects

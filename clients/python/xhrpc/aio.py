@@ -52,6 +52,7 @@ from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT
                      _transfer_calls, _transfer_event, _transfer_handle, _transfer_params, _transfer_result,
                      _upload_body)
 from .client import _subscribe_params
+from .client import _credential_params
 
 __all__ = ["AsyncClient", "AsyncInterceptor", "AsyncSocket", "RPCError", "ConnectionClosed", "SocketError",
            "TransferError"]
@@ -559,6 +560,28 @@ class AsyncClient:
         timeout_answer = None if timeout is None or timeout <= 0 else timeout + _ANSWER_MARGIN
         result: Dict[str, Any] = await self.call("fetch", params, timeout=timeout_answer)
         return result
+
+    # ---- stored credentials ----------------------------------------------
+
+    async def credentials_set(self, host: str, user: str, password: str, port: Optional[int] = None,
+                              scheme: Optional[str] = None, realm: Optional[str] = None,
+                              auth: Optional[str] = None) -> None:
+        """Stores a credential for a protection space; as ``Client.credentials_set``."""
+        await self.call("credentials.set", _credential_params(host, port, scheme, realm, user=user,
+                                                              password=password, auth=auth))
+
+    async def credentials_list(self) -> List[Dict[str, Any]]:
+        """This principal's stored credentials, without passwords."""
+        result: Dict[str, Any] = await self.call("credentials.list")
+        entries: List[Dict[str, Any]] = result["credentials"]
+        return entries
+
+    async def credentials_remove(self, host: str, port: Optional[int] = None, scheme: Optional[str] = None,
+                                 realm: Optional[str] = None, user: Optional[str] = None) -> bool:
+        """Removes the credential of a protection space; False when there was none."""
+        result: Dict[str, Any] = await self.call("credentials.remove", _credential_params(host, port, scheme, realm,
+                                                                                         user=user))
+        return bool(result["removed"])
 
     # ---- interception ----------------------------------------------------
 

@@ -372,6 +372,17 @@ def _fetch_params(url: str, method: str, headers: Optional[Mapping[str, str]],
     return params
 
 
+def _credential_params(host: str, port: Optional[int], scheme: Optional[str], realm: Optional[str],
+                       **more: Optional[str]) -> Dict[str, Any]:
+    """The protection space of a ``credentials.*`` call, and its other members; None is left out."""
+    params: Dict[str, Any] = {"host": host}
+    for name, value in (("port", port), ("scheme", scheme), ("realm", realm)):
+        if value is not None:
+            params[name] = value
+    params.update({k: v for k, v in more.items() if v is not None})
+    return params
+
+
 def _answer_timeout(timeout: Optional[float]) -> Optional[float]:
     """How long to wait for the answer to a call that bounds its transfer by ``timeout``."""
     return None if timeout is None or timeout <= 0 else timeout + _ANSWER_MARGIN
@@ -1330,6 +1341,34 @@ class Client:
         params = _fetch_params(url, method, headers, body, timeout, response_type, retry)
         result: Dict[str, Any] = self.call("fetch", params, timeout=_answer_timeout(timeout))
         return result
+
+    # ---- stored credentials ----------------------------------------------
+
+    def credentials_set(self, host: str, user: str, password: str, port: Optional[int] = None,
+                        scheme: Optional[str] = None, realm: Optional[str] = None,
+                        auth: Optional[str] = None) -> None:
+        """Stores a credential of this principal for a protection space (``credentials.set``).
+
+        ``scheme`` defaults to ``"https"`` and ``port`` to the scheme's; no ``realm``
+        means any realm of the host; ``auth`` (``"BASIC"``, ``"DIGEST"``, ``"NTLM"``,
+        ``"NEGOTIATE"``) limits it to one scheme.  The server sends it only after a
+        matching 401 (or a proxy's 407) challenge, and then sends the request again.
+        """
+        self.call("credentials.set", _credential_params(host, port, scheme, realm, user=user, password=password,
+                                                        auth=auth))
+
+    def credentials_list(self) -> List[Dict[str, Any]]:
+        """This principal's stored credentials, without passwords (``credentials.list``)."""
+        result: Dict[str, Any] = self.call("credentials.list")
+        entries: List[Dict[str, Any]] = result["credentials"]
+        return entries
+
+    def credentials_remove(self, host: str, port: Optional[int] = None, scheme: Optional[str] = None,
+                           realm: Optional[str] = None, user: Optional[str] = None) -> bool:
+        """Removes the credential of a protection space; False when there was none."""
+        result: Dict[str, Any] = self.call("credentials.remove", _credential_params(host, port, scheme, realm,
+                                                                                   user=user))
+        return bool(result["removed"])
 
     # ---- interception ----------------------------------------------------
 
