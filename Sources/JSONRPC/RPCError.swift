@@ -66,6 +66,8 @@ public struct RPCError: Error, Equatable, Sendable, CustomStringConvertible {
         case forbiddenHeader = "forbidden_header"
         /// CONNECT, TRACE or TRACK.
         case forbiddenMethod = "forbidden_method"
+        /// A file path that leaves its root (absolute, `..`, or a symbolic link out).
+        case pathNotAllowed = "path_not_allowed"
     }
 
     /// Bad parameters refused for a `ParamsReason`: `-32602` with `data.reason` and

@@ -50,7 +50,7 @@ extension HTTPRequest {
                 lastReportedUpload = 0
             case .clearRequest:
                 headers = []
-                postValues = []
+                serializer.clear()
             case .startTransfer:
                 break  // started before the transition, so a refused start changes nothing
             case .recordHead:
