@@ -903,10 +903,10 @@ class FetchResponseTypes(ObjectTestCase):
         self.need("fetch")
         c = self.connect()
         got = c.call("fetch", {"url": "http://127.0.0.1:%d/" % free_tcp_port()}, timeout=30)
-        self.assertMessage({"status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "utf8"}, got)
+        self.assertMessage({"request": ANY_STR, "status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "utf8"}, got)
         self.assertIn("refused", got["statusText"].lower())
         got = c.call("fetch", {"url": self.url("/hang"), "timeout": 0.2}, timeout=30)
-        self.assertMessage({"status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "utf8"}, got)
+        self.assertMessage({"request": ANY_STR, "status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "utf8"}, got)
         self.assertIn("timed out", got["statusText"].lower())
 
 
@@ -922,7 +922,7 @@ class FetchBufferLimit(ObjectTestCase):
         self.assertEqual(base64.b64decode(got["body"]), pattern.pattern_bytes(self.LIMIT, 2))
         for path in ("/bytes/%d" % (self.LIMIT + 1), "/bytes/%d" % (50 * MIB), "/chunked/%d" % (3 * self.LIMIT)):
             got = c.call("fetch", {"url": self.url(path), "responseType": "base64"}, timeout=30)
-            self.assertMessage({"status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "base64"},
+            self.assertMessage({"request": ANY_STR, "status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "base64"},
                                got, path)
             self.assertIn(str(self.LIMIT), got["statusText"], path)
             self.assertIn("larger", got["statusText"], path)
