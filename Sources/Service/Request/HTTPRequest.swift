@@ -205,6 +205,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         case .none: break
         case .bytes: try serializer.checkNoOtherBody("a body of its own ('body', 'bodyBase64' or sendData's 'data')")
         case .file: try serializer.checkNoOtherBody("a file (sendWithFile)")
+        case .segments: try serializer.checkNoOtherBody("a body of its own")
         }
         let limits = principal.limits
         try principal.check("transfers", current: principal.transfersInFlight, max: limits.transfers,
@@ -229,8 +230,8 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         let serialized = try serializer.encoded()
         switch body {
         case .none where serialized != nil:
-            guard let (bytes, contentType) = serialized else { break }
-            request.body = .bytes(bytes)
+            guard let (serializedBody, contentType) = serialized else { break }
+            request.body = serializedBody
             if !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
                 request.headers.append(("Content-Type", contentType))
             }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPEngine
 import JSON
 import JSONRPC
 
@@ -7,12 +8,12 @@ import JSONRPC
 /// contentType?, dataBase64 | path}` (a file). `path` names a file below
 /// `--upload-root`, checked when the part is added (`ConfinedPath.resolveRelative`:
 /// an escaping path is refused with `path_not_allowed` before anything is read) and
-/// again when the body is built, which is when the file is read.
+/// again when the body is built at `send`; the engine then streams the file.
 struct MultipartPart {
     enum Content {
         case text(String)
         case bytes([UInt8])
-        /// A file below `root`, by the path the client gave (resolved again when read).
+        /// A file below `root`, by the path the client gave (resolved again at `send`).
         case file(path: String, root: String)
     }
 
@@ -76,43 +77,34 @@ struct MultipartPart {
 /// is written `%22`, CR `%0D` and LF `%0A` (RFC 7578 §4.2 defers to WHATWG here),
 /// everything else as its UTF-8.
 ///
-/// File parts are read whole into memory when the request is sent, at most
-/// `maxFileBytes` in all: the body then has a known length, and the boundary is
-/// checked against every byte it separates. (Streaming the files from disk would lift
-/// the bound; the engine's `UploadSource` would have to read across segments.)
+/// File parts are not loaded: the body is a `TransferBody.segments` whose files the
+/// engine opens when the transfer starts and reads in the pieces libcurl asks for, so a
+/// part of any size (beyond 4 GiB too) costs no memory. The boundary is 128 random bits,
+/// checked against every byte held in memory (text fields, `dataBase64`, names);
+/// file contents are not scanned (that would read them twice), and cannot contain a
+/// boundary chosen after they were written except by a 2^-128 chance.
 enum MultipartEncoding {
-    /// The most bytes a request's file parts may hold together.
-    static let maxFileBytes = 64 << 20
-
-    static func encode(_ parts: [MultipartPart]) throws(RPCError) -> (bytes: [UInt8], boundary: String) {
-        var payloads: [[UInt8]] = []
-        var fileBytes = 0
+    static func encode(_ parts: [MultipartPart]) throws(RPCError) -> (body: TransferBody, boundary: String) {
+        // Confined again now: a link may have changed since the part was added.
+        var files: [String?] = []
         for part in parts {
-            switch part.content {
-            case .text(let s): payloads.append(Array(s.utf8))
-            case .bytes(let b): payloads.append(b)
-            case .file(let path, let root):
-                let data = try read(path, root: root, budget: maxFileBytes - fileBytes)
-                fileBytes += data.count
-                payloads.append(data)
+            if case .file(let path, let root) = part.content {
+                files.append(try ConfinedPath.resolveRelative(path, root: root, rootName: "upload root"))
+            } else {
+                files.append(nil)
             }
         }
-        // 128 random bits: a collision is a curiosity, but one is still never sent.
         var boundary = ""
         for _ in 0..<8 {
             boundary = "xhrpc-" + (0..<4).map { _ in String(format: "%08x", UInt32.random(in: .min ... .max)) }.joined()
-            let needle = Array(boundary.utf8)
-            let names = parts.flatMap { [$0.name, $0.filename ?? "", $0.contentType ?? ""] }
-            if !payloads.contains(where: { contains($0, needle) }) && !names.contains(where: { $0.contains(boundary) }) {
-                break
-            }
+            if !parts.contains(where: { occurs(boundary, in: $0) }) { break }
             boundary = ""
         }
         guard !boundary.isEmpty else { throw .internalError("no multipart boundary absent from the data was found") }
 
-        var out: [UInt8] = []
-        out.reserveCapacity(payloads.reduce(0) { $0 + $1.count } + parts.count * 160)
-        for (part, payload) in zip(parts, payloads) {
+        var segments: [BodySegment] = []
+        var pending: [UInt8] = []
+        for (part, file) in zip(parts, files) {
             var head = "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(escape(part.name))\""
             if let filename = part.filename { head += "; filename=\"\(escape(filename))\"" }
             head += "\r\n"
@@ -121,12 +113,20 @@ enum MultipartEncoding {
                 head += "Content-Type: \(type)\r\n"
             }
             head += "\r\n"
-            out += Array(head.utf8)
-            out += payload
-            out += Array("\r\n".utf8)
+            pending += Array(head.utf8)
+            switch part.content {
+            case .text(let s): pending += Array(s.utf8)
+            case .bytes(let b): pending += b
+            case .file:
+                segments.append(.bytes(pending))
+                pending = []
+                if let file { segments.append(.file(path: file)) }
+            }
+            pending += Array("\r\n".utf8)
         }
-        out += Array("--\(boundary)--\r\n".utf8)
-        return (out, boundary)
+        pending += Array("--\(boundary)--\r\n".utf8)
+        segments.append(.bytes(pending))
+        return (segments.count == 1 ? .bytes(pending) : .segments(segments), boundary)
     }
 
     /// A name or file name inside a quoted Content-Disposition parameter.
@@ -143,31 +143,14 @@ enum MultipartEncoding {
         return out
     }
 
-    /// The file's bytes, confined again (a link may have changed since the part was
-    /// added) and opened without following a final symbolic link; more than `budget`
-    /// bytes is `limit_exceeded`.
-    private static func read(_ path: String, root: String, budget: Int) throws(RPCError) -> [UInt8] {
-        let real = try ConfinedPath.resolveRelative(path, root: root, rootName: "upload root")
-        let fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw ServiceError.fileError("Cannot open '\(path)' below the upload root", path: path) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            throw ServiceError.fileError("'\(path)' is not a regular file", path: path)
+    /// Whether `boundary` occurs in what the part holds in memory.
+    private static func occurs(_ boundary: String, in part: MultipartPart) -> Bool {
+        if [part.name, part.filename ?? "", part.contentType ?? ""].contains(where: { $0.contains(boundary) }) { return true }
+        switch part.content {
+        case .text(let s): return s.contains(boundary)
+        case .bytes(let b): return contains(b, Array(boundary.utf8))
+        case .file: return false
         }
-        guard Int(st.st_size) <= budget else {
-            throw ServiceError.limitExceeded("multipartFileBytes", max: maxFileBytes,
-                                             "Multipart file parts may hold \(maxFileBytes) bytes in all; '\(path)' goes beyond")
-        }
-        var data = [UInt8](repeating: 0, count: Int(st.st_size))
-        var got = 0
-        while got < data.count {
-            let n = data.withUnsafeMutableBytes { b in pread(fd, b.baseAddress! + got, b.count - got, off_t(got)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw ServiceError.fileError("Cannot read '\(path)' (it shrank or failed)", path: path) }
-            got += n
-        }
-        return data
     }
 
     private static func contains(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPEngine
 import JSON
 import JSONRPC
 
@@ -68,19 +69,20 @@ struct RequestBody {
         throw .invalidParams("this request already has \(content.origin); it cannot also be sent with \(what) (call clearPostValues first, or send without a body)")
     }
 
-    /// The bytes to send and their Content-Type, or nil when there is no serializer.
-    /// Multipart file parts are read here (`MultipartPart.read`).
-    func encoded() throws(RPCError) -> (bytes: [UInt8], contentType: String)? {
+    /// The body to send and its Content-Type, or nil when there is no serializer.
+    /// Multipart file parts are confined again here and streamed from disk by the engine
+    /// (`MultipartEncoding`).
+    func encoded() throws(RPCError) -> (body: TransferBody, contentType: String)? {
         switch content {
         case nil:
             return nil
         case .form(let pairs):
-            return (Array(FormEncoding.encode(pairs).utf8), "application/x-www-form-urlencoded")
+            return (.bytes(Array(FormEncoding.encode(pairs).utf8)), "application/x-www-form-urlencoded")
         case .json(let value):
-            return (JSON.encode(value), "application/json")
+            return (.bytes(JSON.encode(value)), "application/json")
         case .multipart(let parts):
             let body = try MultipartEncoding.encode(parts)
-            return (body.bytes, "multipart/form-data; boundary=\(body.boundary)")
+            return (body.body, "multipart/form-data; boundary=\(body.boundary)")
         }
     }
 

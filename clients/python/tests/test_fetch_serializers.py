@@ -203,6 +203,29 @@ class Serializers(FetchCase):
         _, again = self.recorded({"url": self.origin.url("/m"), "multipart": parts[:1]})
         self.assertNotEqual(again.values("Content-Type"), [ctype])
 
+    def test_a_large_file_part_streams_byte_exact_and_a_307_sends_it_again(self):
+        big = os.path.join(self.root, "big.bin")
+        data = os.urandom(5 * 1024 * 1024 + 3)
+        with open(big, "wb") as f:
+            f.write(data)
+        self.addCleanup(os.unlink, big)
+        self.origin.script("/again", status=307, reason="Temporary Redirect", headers=["Location: /landed"])
+        mark = self.origin.mark()
+        got = self.c.call("fetch", {"url": self.origin.url("/again"), "request": "big",
+                                    "multipart": [{"name": "a", "value": "1"}, {"name": "big", "path": "big.bin"},
+                                                  {"name": "z", "value": "2"}]}, timeout=60)
+        self.assertEqual((got["request"], got["status"]), ("big", 200))
+        first, second = self.origin.since(mark)
+        self.assertEqual((first.path, second.path, second.method), ("/again", "/landed", "POST"))
+        self.assertEqual(first.body, second.body)
+        (ctype,) = second.values("Content-Type")
+        self.assertEqual(parse_multipart(ctype, second.body), [
+            ("a", None, "text/plain", None, b"1"),
+            ("big", "big.bin", "application/octet-stream", "application/octet-stream", data),
+            ("z", None, "text/plain", None, b"2"),
+        ])
+        self.assertEqual(second.values("Content-Length"), [str(len(second.body))])
+
     def test_two_bodies_are_invalid_params(self):
         url = self.origin.url("/x")
         mark = self.origin.mark()

@@ -884,13 +884,14 @@ class FetchResponseTypes(ObjectTestCase):
         self.need("fetch")
         c = self.connect()
         ok = self.url("/delay/0")
-        self.assertMessage({"status": 200, "statusText": "OK", "headers": self.headers_of_ok(2), "body": "ok",
-                            "encoding": "utf8"}, c.call("fetch", {"url": ok}))
-        self.assertMessage({"status": 200, "statusText": "OK", "headers": self.headers_of_ok(2), "body": "b2s=",
-                            "encoding": "base64"}, c.call("fetch", {"url": ok, "responseType": "base64"}))
-        # json: a body that is not JSON comes as text.
-        self.assertMessage({"status": 200, "statusText": "OK", "headers": self.headers_of_ok(2), "body": "ok",
-                            "encoding": "utf8"}, c.call("fetch", {"url": ok, "responseType": "json"}))
+        self.assertMessage({"request": ANY_STR, "status": 200, "statusText": "OK", "headers": self.headers_of_ok(2),
+                            "body": "ok", "encoding": "utf8"}, c.call("fetch", {"url": ok}))
+        self.assertMessage({"request": ANY_STR, "status": 200, "statusText": "OK", "headers": self.headers_of_ok(2),
+                            "body": "b2s=", "encoding": "base64"}, c.call("fetch", {"url": ok, "responseType": "base64"}))
+        # json: a body that is not JSON is an error saying so, with the status (issue 15).
+        got = c.request("fetch", {"url": ok, "responseType": "json"})
+        self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"], got["error"]["data"]["status"]),
+                         (-32010, "request_failed", 200))
         got = c.call("fetch", {"url": self.url("/echo?a=1"), "responseType": "json"})
         self.assertEqual((got["status"], got["encoding"]), (200, "json"))
         self.assertEqual((got["body"]["method"], got["body"]["args"]), ("GET", {"a": ["1"]}))
