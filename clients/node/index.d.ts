@@ -288,9 +288,6 @@ export type MultipartPart =
   | MultipartPartParams
   | { name: string; filename?: string; contentType?: string; data: Uint8Array };
 
-/** Any JSON value. */
-export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
-
 /** fetch's members beyond the body, the method and the response type (api/openrpc.json). */
 export interface FetchExtras {
   /** The fetch's handle (its notifications and its result carry it); default a generated `fetch_…`. */
@@ -300,7 +297,7 @@ export interface FetchExtras {
   /** Appended to the URL, form-urlencoded, in order; an array's values each as name=value. */
   query?: Record<string, string | number | boolean | Array<string | number | boolean>>;
   /** A JSON body (null too): Content-Type application/json unless headers has one. */
-  json?: JSONValue;
+  json?: JsonValue;
   /** Form fields: application/x-www-form-urlencoded. */
   form?: Record<string, string>;
   credential?: { user: string; password: string; auth?: 'BASIC' | 'DIGEST' | 'NEGOTIATE' | 'NTLM' };
@@ -426,7 +423,7 @@ export interface Methods {
   open: { params: OpenParams; result: true };
   setRequestHeader: { params: OnRequest & { header: string; value: string }; result: true };
   setPostValue: { params: OnRequest & { key: string; value: string }; result: true };
-  setJSONBody: { params: OnRequest & { value: JSONValue }; result: true };
+  setJSONBody: { params: OnRequest & { value: JsonValue }; result: true };
   addMultipartPart: { params: OnRequest & MultipartPartParams; result: true };
   clearPostValues: { params: OnRequest; result: true };
   disableFollowLocation: { params: OnRequest; result: true };
@@ -710,7 +707,7 @@ export class Client {
   /** The fetch method: a whole exchange in one call; no response is status 0, not a rejection. */
   fetch(url: string, options?: FetchOptions): Promise<FetchResult>;
   /** setJSONBody: the request's body becomes `value` as JSON. */
-  setJSONBody(request: string, value: JSONValue): Promise<true>;
+  setJSONBody(request: string, value: JsonValue): Promise<true>;
   /** addMultipartPart: one part of a multipart/form-data body. */
   addMultipartPart(request: string, part: MultipartPart): Promise<true>;
   /**
