@@ -74,25 +74,22 @@ extension Server {
                 s.subscriptionIDs.insert(id)
                 subscription = id
             }
+            let endSubscription = { [weak s] in
+                guard let s, let id = subscription else { return }
+                s.principal.subscriptions[id] = nil
+                s.subscriptionIDs.remove(id)
+            }
             r.whenDone { [weak r, weak s] in
                 guard let r else { return }
-                if let s {
-                    s.fetches[ObjectIdentifier(r)] = nil
-                    if let id = subscription {
-                        s.principal.subscriptions[id] = nil
-                        s.subscriptionIDs.remove(id)
-                    }
-                }
+                s?.fetches[ObjectIdentifier(r)] = nil
+                endSubscription()
                 Self.answer(call, r, responseType: responseType)
                 r.release()
             }
             do {
                 _ = try r.send(body: body, timeout: timeout, call: nil)
             } catch {
-                if let id = subscription {
-                    s.principal.subscriptions[id] = nil
-                    s.subscriptionIDs.remove(id)
-                }
+                endSubscription()
                 throw error
             }
             s.fetches[ObjectIdentifier(r)] = r
