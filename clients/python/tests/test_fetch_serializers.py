@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+import asyncio
 import threading
 
 from support import ServerTestCase
@@ -23,6 +24,7 @@ from recording_origin import RecordingOrigin  # Tests/Fixtures, on sys.path thro
 from test_requests import _server_args
 
 from xhrpc import RPCError
+from xhrpc.aio import AsyncClient
 
 INVALID_PARAMS = -32602
 
@@ -463,3 +465,39 @@ class ObjectSerializers(FetchCase):
         self.c.call("clearPostValues", {"request": r})
         record = self.sent("send", {"request": r, "body": "raw"})
         self.assertEqual((record.body, record.values("Content-Type")), (b"raw", []))
+
+
+class AsyncClientSerializers(FetchCase):
+
+    def test_async_fetch_and_object_serializers(self):
+        async def scenario():
+            c = await AsyncClient.connect_unix(self.server.socket_path)
+            try:
+                mark = self.origin.mark()
+                got = await c.fetch("x", base_url=self.origin.url("/a/"), query={"q": "1 2"}, json=[1],
+                                    request="async-1", timeout=30)
+                r = (await c.call("create"))["request"]
+                await c.call("open", {"request": r, "method": "PUT", "url": self.origin.url("/o"), "async": False,
+                                      "subscribe": False})
+                await c.add_multipart_part(r, "f", data=b"\x00\x01", filename="f.bin")
+                await c.call("send", {"request": r}, timeout=30)
+                r2 = (await c.call("create"))["request"]
+                await c.call("open", {"request": r2, "method": "POST", "url": self.origin.url("/o"), "async": False,
+                                      "subscribe": False})
+                await c.set_json_body(r2, {"k": None})
+                await c.call("send", {"request": r2}, timeout=30)
+                return got, mark
+            finally:
+                await c.close()
+
+        async def bounded():
+            return await asyncio.wait_for(scenario(), 60)
+
+        got, mark = asyncio.run(bounded())
+        self.assertEqual((got["request"], got["status"]), ("async-1", 200))
+        fetched, parts, jsoned = self.origin.since(mark)
+        self.assertEqual((fetched.target, fetched.body), ("/a/x?q=1+2", b"[1]"))
+        (ctype,) = parts.values("Content-Type")
+        self.assertEqual(parse_multipart(ctype, parts.body),
+                         [("f", "f.bin", "application/octet-stream", "application/octet-stream", b"\x00\x01")])
+        self.assertEqual((jsoned.body, jsoned.values("Content-Type")), (b'{"k":null}', ["application/json"]))
