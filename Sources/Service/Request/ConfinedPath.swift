@@ -3,8 +3,9 @@ import JSON
 import JSONRPC
 
 /// Confines the files a client names to a directory the operator chose: `sendWithFile`
-/// to the upload root, `setClientCertificate` to the certificate root (`rootName` says
-/// which, in messages). The path (relative paths are taken from the root) is resolved
+/// and multipart file parts (`resolveRelative`) to the upload root,
+/// `setClientCertificate` to the certificate root (`rootName` says which, in
+/// messages). The path (relative paths are taken from the root) is resolved
 /// with realpath, which follows `..` and every symbolic link, and must then lie inside
 /// the resolved root: no way out by either. It must be a regular file the server can
 /// read.
