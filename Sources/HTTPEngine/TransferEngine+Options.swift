@@ -259,6 +259,13 @@ extension TransferEngine {
             try e.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: source.size)
             try setUpload(e, t, source)
             return true
+        case .segments(let segments):
+            let source = try UploadSource(segments: segments)
+            try e.set(CURLOPT_POST, 1)
+            try e.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: source.size)
+            try setUpload(e, t, source)
+            if method != "POST" { try e.set(CURLOPT_CUSTOMREQUEST, method) }
+            return true
         case .file(let path):
             let source = try UploadSource(path: path)
             try e.set(CURLOPT_UPLOAD, 1)

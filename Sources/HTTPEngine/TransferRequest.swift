@@ -52,6 +52,12 @@ public struct ProxySettings: Sendable, Equatable {
     }
 }
 
+/// One piece of a `.segments` body: bytes from memory or a whole file from disk.
+public enum BodySegment: Sendable {
+    case bytes([UInt8])
+    case file(path: String)
+}
+
 /// The body of a request.
 ///
 /// `.bytes` is sent from memory without a copy when it is large (a read callback walks
@@ -59,10 +65,15 @@ public struct ProxySettings: Sendable, Equatable {
 /// `.file` is streamed from disk by a read callback, never loaded whole; the file is
 /// opened by `TransferEngine.start`, which throws when it cannot be, and closed when the
 /// transfer ends.
+/// `.segments` is a POST body made of pieces in order, bytes and files (a multipart
+/// body whose file parts stream from disk): its length is the sum, each file's size
+/// taken when the transfer starts; every file is opened by `start` (which throws when one
+/// cannot be) and read in place, and a file that shrinks meanwhile fails the transfer.
 public enum TransferBody: Sendable {
     case none
     case bytes([UInt8])
     case file(path: String)
+    case segments([BodySegment])
 }
 
 /// Everything one transfer needs, as plain data: the Service layer fills it in, the

@@ -16,6 +16,20 @@ final class UploadSource {
     private enum Origin {
         case bytes([UInt8])
         case file(fd: Int32)
+        /// Pieces in order, each with the offset where it begins in the body.
+        case segments([(start: Int64, piece: Piece)])
+    }
+    /// A piece of a `.segments` body: bytes, or `size` bytes of an open file.
+    private enum Piece {
+        case bytes([UInt8])
+        case file(fd: Int32, size: Int64)
+
+        var size: Int64 {
+            switch self {
+            case .bytes(let b): Int64(b.count)
+            case .file(_, let size): size
+            }
+        }
     }
     private let origin: Origin
     /// Bytes in the body: `Content-Length`.
@@ -31,6 +45,40 @@ final class UploadSource {
     /// Opens `path` for reading. Throws a `TransferFailure` (`CURLE_READ_ERROR`) naming
     /// the file and the system's reason when it cannot be opened or is not a regular file.
     init(path: String) throws {
+        let (fd, size) = try Self.openRegular(path)
+        origin = .file(fd: fd)
+        self.size = size
+    }
+
+    /// Opens every file of `segments` (each must be a regular file); the body's size is
+    /// the sum of the pieces, the files' taken now. Throws as `init(path:)` does, having
+    /// closed what it opened.
+    init(segments: [BodySegment]) throws {
+        var pieces: [(start: Int64, piece: Piece)] = []
+        var total: Int64 = 0
+        do {
+            for segment in segments {
+                let piece: Piece
+                switch segment {
+                case .bytes(let b):
+                    if b.isEmpty { continue }
+                    piece = .bytes(b)
+                case .file(let path):
+                    let (fd, size) = try Self.openRegular(path)
+                    piece = .file(fd: fd, size: size)
+                }
+                pieces.append((total, piece))
+                total += piece.size
+            }
+        } catch {
+            for case (_, .file(let fd, _)) in pieces { close(fd) }
+            throw error
+        }
+        origin = .segments(pieces)
+        size = total
+    }
+
+    private static func openRegular(_ path: String) throws -> (Int32, Int64) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
@@ -41,12 +89,15 @@ final class UploadSource {
             close(fd)
             throw TransferFailure(CURLE_READ_ERROR, "Upload file \(path) is not a regular file")
         }
-        origin = .file(fd: fd)
-        size = Int64(st.st_size)
+        return (fd, Int64(st.st_size))
     }
 
     deinit {
-        if case .file(let fd) = origin { close(fd) }
+        switch origin {
+        case .file(let fd): close(fd)
+        case .segments(let pieces): for case (_, .file(let fd, _)) in pieces { close(fd) }
+        case .bytes: break
+        }
     }
 
     /// Copies up to `capacity` bytes from the current offset; 0 at the end; on a read
@@ -70,6 +121,32 @@ final class UploadSource {
                     return n
                 }
                 if errno != EINTR { return Curl.readAbort }
+            }
+        case .segments(let pieces):
+            // One piece per call (libcurl calls again for the rest): the last piece that
+            // begins at or before the offset.
+            guard offset < size, let (start, piece) = pieces.last(where: { $0.start <= offset }) else { return 0 }
+            let within = offset - start
+            let n = Int(min(Int64(capacity), piece.size - within))
+            switch piece {
+            case .bytes(let bytes):
+                bytes.withUnsafeBytes { src in
+                    guard let base = src.baseAddress else { return }  // n > 0: never empty
+                    buffer.copyMemory(from: base + Int(within), byteCount: n)
+                }
+                offset += Int64(n)
+                return n
+            case .file(let fd, _):
+                while true {
+                    let got = pread(fd, buffer, n, off_t(within))
+                    if got > 0 {
+                        offset += Int64(got)
+                        return got
+                    }
+                    // 0 before the size taken at the start: the file shrank, and what
+                    // follows would land at the wrong place of a body already announced.
+                    if got == 0 || errno != EINTR { return Curl.readAbort }
+                }
             }
         }
     }

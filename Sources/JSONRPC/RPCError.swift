@@ -66,8 +66,8 @@ public struct RPCError: Error, Equatable, Sendable, CustomStringConvertible {
         case forbiddenHeader = "forbidden_header"
         /// CONNECT, TRACE or TRACK.
         case forbiddenMethod = "forbidden_method"
-        /// A file path that leaves its root (`upload`, `download`): `..`, an absolute
-        /// path, or a symbolic link on the way.
+        /// A file path that leaves its root (`upload`, `download`, a multipart part's
+        /// `path`): `..`, an absolute path, or a symbolic link on the way.
         case pathNotAllowed = "path_not_allowed"
     }
 

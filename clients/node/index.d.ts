@@ -306,12 +306,49 @@ export interface StoredCredential {
 
 export type AuthName = 'BASIC' | 'DIGEST' | 'NTLM' | 'NEGOTIATE';
 
-export interface FetchParams {
+/** A multipart/form-data part on the wire: a text field, or a file (bytes or a path below --upload-root). */
+export type MultipartPartParams =
+  | { name: string; value: string; contentType?: string; filename?: string }
+  | { name: string; filename?: string; contentType?: string; dataBase64: string }
+  | { name: string; filename?: string; contentType?: string; path: string };
+
+/** A multipart part as the client's fetch and addMultipartPart take it: `data` bytes are sent as base64. */
+export type MultipartPart =
+  | MultipartPartParams
+  | { name: string; filename?: string; contentType?: string; data: Uint8Array };
+
+/** fetch's members beyond the body, the method and the response type (api/openrpc.json). */
+export interface FetchExtras {
+  /** The fetch's handle (its notifications and its result carry it); default a generated `fetch_…`. */
+  request?: string;
+  /** `url` is resolved against it as RFC 3986 §5.2 says (as browsers do). */
+  baseURL?: string;
+  /** Appended to the URL, form-urlencoded, in order; an array's values each as name=value. */
+  query?: Record<string, string | number | boolean | Array<string | number | boolean>>;
+  /** A JSON body (null too): Content-Type application/json unless headers has one. */
+  json?: JsonValue;
+  /** Form fields: application/x-www-form-urlencoded. */
+  form?: Record<string, string>;
+  credential?: { user: string; password: string; auth?: 'BASIC' | 'DIGEST' | 'NEGOTIATE' | 'NTLM' };
+  followRedirects?: boolean;
+  maxRedirects?: number;
+  cookies?: boolean;
+  proxy?: { host: string; port: number; user?: string; password?: string; auth?: 'BASIC' | 'DIGEST' | 'NTLM' };
+  disableHostVerification?: boolean;
+  disablePeerVerification?: boolean;
+  clientCertificate?: { cert: string; key: string; password?: string };
+  pinnedPublicKey?: string;
+  /** true: this connection gets the fetch's onStateChange and onProgress. */
+  subscribe?: boolean;
+}
+
+export interface FetchParams extends FetchExtras {
   url: string;
   method?: string;
   headers?: Record<string, string>;
   body?: string;
   bodyBase64?: string;
+  multipart?: MultipartPartParams[];
   timeout?: number;
   responseType?: 'text' | 'base64' | 'json';
   retry?: RetryPolicy;
@@ -319,6 +356,8 @@ export interface FetchParams {
 
 /** fetch's answer: `body` is text (utf8), base64, or with responseType json the parsed value. */
 export type FetchResult = {
+  /** The fetch's handle. */
+  request: string;
   status: number;
   statusText: string;
   headers: Record<string, string>;
@@ -415,6 +454,8 @@ export interface Methods {
   open: { params: OpenParams; result: true };
   setRequestHeader: { params: OnRequest & { header: string; value: string }; result: true };
   setPostValue: { params: OnRequest & { key: string; value: string }; result: true };
+  setJSONBody: { params: OnRequest & { value: JsonValue }; result: true };
+  addMultipartPart: { params: OnRequest & MultipartPartParams; result: true };
   clearPostValues: { params: OnRequest; result: true };
   disableFollowLocation: { params: OnRequest; result: true };
   setPipelining: { params: OnRequest & { enabled: boolean }; result: true };
@@ -564,7 +605,9 @@ export interface ReadBodyOptions {
   maxBytes?: number;
 }
 
-export interface FetchOptions {
+export interface FetchOptions extends FetchExtras {
+  /** Parts of a multipart/form-data body. */
+  multipart?: MultipartPart[];
   /** Default GET. */
   method?: string;
   headers?: Record<string, string>;
@@ -767,6 +810,10 @@ export class Client {
   readBody(request: string, options?: ReadBodyOptions): Promise<Bytes>;
   /** The fetch method: a whole exchange in one call; no response is status 0, not a rejection. */
   fetch(url: string, options?: FetchOptions): Promise<FetchResult>;
+  /** setJSONBody: the request's body becomes `value` as JSON. */
+  setJSONBody(request: string, value: JsonValue): Promise<true>;
+  /** addMultipartPart: one part of a multipart/form-data body. */
+  addMultipartPart(request: string, part: MultipartPart): Promise<true>;
   /**
    * credentials.set: stores a credential of this principal for a protection space; the
    * server sends it only after a matching 401 (or a proxy's 407) and sends the request again.

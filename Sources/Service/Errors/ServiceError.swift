@@ -110,6 +110,15 @@ enum ServiceError {
                                ["path": .string(path)])
     }
 
+    // MARK: request_failed
+
+    /// fetch with `responseType` json got a response whose body is not JSON; `response`
+    /// holds what fetch would have answered (status, headers, body as text or base64).
+    static func responseNotJSON(status: Int, _ response: JSONObject) -> RPCError {
+        .app(.requestFailed, "The response (status \(status)) is not JSON; ask with responseType text or base64 to read it",
+             ["status": .int(Int64(status)), "response": .object(response)])
+    }
+
     // MARK: file_error
 
     static func fileError(_ message: String, path: String? = nil) -> RPCError {

@@ -6,45 +6,164 @@ import JSONRPC
 /// `fetch`: the whole exchange in one call, built on the same request object as the
 /// object API (so it has the same semantics and failures), answered at DONE.
 extension Server {
+    /// fetch's parameters. The per-request options share their parsing with the object's
+    /// pre-send methods (`proxySettings`, `clientCertificate`, `PublicKeyPins`,
+    /// `credential`) and its body with theirs (`RequestBody`).
+    static let fetchParams = [
+        "request?", "method?", "url", "baseURL?", "query?", "headers?",
+        "body?", "bodyBase64?", "json?", "form?", "multipart?",
+        "credential?", "followRedirects?", "maxRedirects?", "cookies?", "proxy?",
+        "disableHostVerification?", "disablePeerVerification?", "clientCertificate?", "pinnedPublicKey?",
+        "timeout?", "responseType?", "retry?", "subscribe?",
+    ]
+
     func registerFetch() {
-        registry.register("fetch", params: ["method?", "url", "headers?", "body?", "bodyBase64?", "timeout?", "responseType?", "retry?"]) {
-            [unowned self] call in
+        registry.register("fetch", params: Self.fetchParams) { [unowned self] call in
             let s = try session(call)
             try checkAcceptingTransfers()
             let p = call.params
             let method = try HTTPSyntax.method(try p.optionalString("method") ?? "GET")
-            let url = try p.string("url")
-            try HTTPSyntax.checkURL(url)
+            let url = try fetchURL(p)
             let responseType = try p.optionalWord("responseType", oneOf: ["text", "base64", "json"]) ?? "text"
-            let body = try BodyParams.body(p)
             let timeout = try p.optionalSeconds("timeout") ?? 0
             let retry = try p.optionalObject("retry").map { o throws(RPCError) in try RetryPolicy.parse(o) }
+            // `json` may be null, a JSON value like any other.
+            let serializers = ["json", "form", "multipart", "body", "bodyBase64"].filter { $0 == "json" ? p.object[$0] != nil : p.has($0) }
+            guard serializers.count <= 1 else {
+                throw RPCError.invalidParams("give at most one body: \(serializers.map { "'\($0)'" }.joined(separator: " and ")) were given")
+            }
+            let body = try BodyParams.body(p)
+            var (user, password, auth): (String?, String?, AuthScheme) = (nil, nil, .basic)
+            if let c = try p.optionalObject("credential") {
+                guard c["user"]?.stringValue != nil, c["password"]?.stringValue != nil else {
+                    throw RPCError.invalidParams("'credential' must be {user, password, auth?}")
+                }
+                (user, password, auth) = try Self.credential(Params(c))
+            }
 
-            // Its own handle (in no table), so that an interceptor can tell fetches apart.
-            let handle = ObjectName.generate(prefix: "fetch_") { _ in false }
+            // Its own handle (in no table), so that an interceptor and subscribers can
+            // tell fetches apart: the client's name (free among the principal's objects
+            // and this connection's fetches) or a generated one.
+            let handle: String
+            if let name = try p.optionalString("request") {
+                handle = try newHandle(for: s, named: name, kind: HTTPRequest.kind)
+                guard !s.fetches.values.contains(where: { $0.handle == name }) else {
+                    throw ServiceError.alreadyExists(kind: HTTPRequest.kind, name)
+                }
+            } else {
+                handle = ObjectName.generate(prefix: "fetch_") { _ in false }
+            }
             let r = HTTPRequest(handle: handle, principal: s.principal, creator: nil, environment: self)
             r.failsWhenBufferFull = true
             r.retryPolicy = retry
-            r.open(method: method, url: url, async: true, user: nil, password: nil,
-                   auth: .basic, opener: nil)
+            r.open(method: method, url: url, async: true, user: user, password: password,
+                   auth: auth, opener: nil)
             for m in try p.optionalObject("headers")?.members ?? [] {
                 guard let value = m.value.stringValue else { throw RPCError.invalidParams("header '\(m.key)' must have a string value") }
                 try r.setRequestHeader(m.key, value)
             }
+            try applyFetchBody(p, to: r)
+            try applyFetchOptions(p, to: r)
+
+            // subscribe: true — state changes and progress on this connection, through a
+            // subscription of its own that ends with the fetch.
+            var subscription: String?
+            if try p.bool("subscribe", default: false) {
+                let id = ObjectName.generate(prefix: "sub_") { s.principal.subscriptions[$0] != nil }
+                s.principal.subscriptions[id] = Subscription(id: id, session: s, handle: handle, events: [.stateChange, .progress])
+                s.subscriptionIDs.insert(id)
+                subscription = id
+            }
+            let endSubscription = { [weak s] in
+                guard let s, let id = subscription else { return }
+                s.principal.subscriptions[id] = nil
+                s.subscriptionIDs.remove(id)
+            }
             r.whenDone { [weak r, weak s] in
                 guard let r else { return }
                 s?.fetches[ObjectIdentifier(r)] = nil
-                call.reply(Self.fetchResult(r, responseType: responseType))
+                endSubscription()
+                Self.answer(call, r, responseType: responseType)
                 r.release()
             }
-            _ = try r.send(body: body, timeout: timeout, call: nil)
+            do {
+                _ = try r.send(body: body, timeout: timeout, call: nil)
+            } catch {
+                endSubscription()
+                throw error
+            }
             s.fetches[ObjectIdentifier(r)] = r
             return .deferred
         }
     }
 
-    /// `{status, statusText, headers, body, encoding}` from a finished request.
-    private static func fetchResult(_ r: HTTPRequest, responseType: String) -> JSONValue {
+    /// `url`, resolved against `baseURL` when one is given (RFC 3986 §5.2), with
+    /// `query` appended; checked as `open` checks its URL.
+    private func fetchURL(_ p: Params) throws(RPCError) -> String {
+        var url = try p.string("url")
+        if let base = try p.optionalString("baseURL") {
+            do {
+                try HTTPSyntax.checkURL(base)
+            } catch {
+                throw RPCError.invalidParams("'baseURL' must be an absolute http or https URL: \(error.explanation)")
+            }
+            url = URLReference.resolve(url, against: base)
+        }
+        if let query = try p.optionalObject("query") {
+            url = try URLReference.appendingQuery(query, to: url)
+        }
+        try HTTPSyntax.checkURL(url)
+        return url
+    }
+
+    /// `json`, `form` or `multipart` into the request's serializer, as `setJSONBody`,
+    /// `setPostValue` and `addMultipartPart` put them there.
+    private func applyFetchBody(_ p: Params, to r: HTTPRequest) throws(RPCError) {
+        if let value = p.object["json"] {
+            try r.setJSONBody(value)
+        }
+        if let form = try p.optionalObject("form") {
+            for m in form.members {
+                guard let value = m.value.stringValue else { throw RPCError.invalidParams("'form' values must be strings ('\(m.key)')") }
+                try r.setPostValue(m.key, value)
+            }
+        }
+        if let parts = p["multipart"] {
+            guard let items = parts.arrayValue, !items.isEmpty else {
+                throw RPCError.invalidParams("'multipart' must be a non-empty array of parts")
+            }
+            for item in items {
+                try r.addMultipartPart(try MultipartPart.parse(item, uploadRoot: config.uploadRoot))
+            }
+        }
+    }
+
+    /// The per-request options, each set as its pre-send method sets it.
+    private func applyFetchOptions(_ p: Params, to r: HTTPRequest) throws(RPCError) {
+        r.followRedirects = try p.bool("followRedirects", default: true)
+        if let max = try p.optionalInt("maxRedirects", in: 0...Int64(requestSettings.maxRedirects)) {
+            r.maxRedirects = Int(max)
+        }
+        r.handlesCookies = try p.bool("cookies", default: true)
+        if let proxy = try p.optionalObject("proxy") { r.proxy = try Self.proxySettings(Params(proxy)) }
+        if try p.bool("disableHostVerification", default: false) { r.verifyHost = false }
+        if try p.bool("disablePeerVerification", default: false) {
+            r.verifyPeer = false
+            r.verifyHost = false
+        }
+        if let cert = try p.optionalObject("clientCertificate") { r.clientCertificate = try clientCertificate(Params(cert)) }
+        if let pins = try p.optionalString("pinnedPublicKey") {
+            try PublicKeyPins.check(pins)
+            r.pinnedPublicKey = pins
+        }
+    }
+
+    /// Answers a finished fetch: `{request, status, statusText, headers, body,
+    /// encoding}`. With `responseType` json a response whose body is not JSON is an
+    /// error (`request_failed`) that says so and carries the same members, the body as
+    /// text or base64; an empty body is `null`, and no response at all (status 0) is
+    /// answered as usual.
+    private static func answer(_ call: RPCCall, _ r: HTTPRequest, responseType: String) {
         let headers = HTTPRequest.headerObject(r.responseHeaders)
         let bytes = r.takeBody()
         var body: JSONValue
@@ -55,15 +174,24 @@ extension Server {
         if let text {
             body = .string(text)
             encoding = "utf8"
-            if responseType == "json", let value = try? JSON.decode(bytes) {
-                body = value
-                encoding = "json"
-            }
         } else {
             body = .string(Data(bytes).base64EncodedString())
             encoding = "base64"
         }
-        return ["status": .int(Int64(r.status)), "statusText": .string(r.statusText), "headers": .object(headers),
-                "body": body, "encoding": .string(encoding)]
+        var result: JSONObject = ["request": .string(r.handle), "status": .int(Int64(r.status)), "statusText": .string(r.statusText),
+                                  "headers": .object(headers), "body": body, "encoding": .string(encoding)]
+        if responseType == "json" && r.status != 0 {
+            if bytes.isEmpty {
+                result["body"] = .null
+                result["encoding"] = "json"
+            } else if let value = try? JSON.decode(bytes) {
+                result["body"] = value
+                result["encoding"] = "json"
+            } else {
+                call.fail(ServiceError.responseNotJSON(status: r.status, result))
+                return
+            }
+        }
+        call.reply(.object(result))
     }
 }

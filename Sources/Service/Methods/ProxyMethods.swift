@@ -9,22 +9,9 @@ import JSONRPC
 extension Server {
     func registerProxyMethods() {
         onRequest("enableHttpProxy", params: ["host", "port", "user?", "password?", "auth?"]) { r, call in
-            let p = call.params
-            var host = try p.string("host")
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            guard !host.isEmpty, host.utf8.count <= 253,
-                  host.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]\\".unicodeScalars.contains($0) })
-            else {
-                throw RPCError.invalidParams("'host' must be a host name or an IP address (IPv6 with or without brackets), without spaces, '/', '@' or '?'")
-            }
-            let port = Int(try p.int("port", in: 1...65535))
-            let auth = try p.optionalWord("auth", oneOf: ["BASIC", "DIGEST", "NTLM"]).flatMap(AuthScheme.init(rawValue:)) ?? .basic
-            let user = try p.optionalString("user")
-            let password = try p.optionalString("password")
-            try HTTPSyntax.checkCredential(user, name: "user")
-            try HTTPSyntax.checkCredential(password, name: "password")
+            let proxy = try Self.proxySettings(call.params)
             try r.checkOptionsAllowed("enableHttpProxy")
-            r.proxy = ProxySettings(host: host, port: port, user: user, password: password, auth: auth)
+            r.proxy = proxy
             return true
         }
 
@@ -51,5 +38,23 @@ extension Server {
         registry.register("isSecureCommunicationEnabled", params: []) { [unowned self] call in
             .result(.bool(try session(call).principal.secureCommunication))
         }
+    }
+
+    /// The proxy of `enableHttpProxy`'s parameters, and of `fetch`'s `proxy`.
+    static func proxySettings(_ p: Params) throws(RPCError) -> ProxySettings {
+        var host = try p.string("host")
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, host.utf8.count <= 253,
+              host.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]\\".unicodeScalars.contains($0) })
+        else {
+            throw RPCError.invalidParams("'host' must be a host name or an IP address (IPv6 with or without brackets), without spaces, '/', '@' or '?'")
+        }
+        let port = Int(try p.int("port", in: 1...65535))
+        let auth = try p.optionalWord("auth", oneOf: ["BASIC", "DIGEST", "NTLM"]).flatMap(AuthScheme.init(rawValue:)) ?? .basic
+        let user = try p.optionalString("user")
+        let password = try p.optionalString("password")
+        try HTTPSyntax.checkCredential(user, name: "user")
+        try HTTPSyntax.checkCredential(password, name: "password")
+        return ProxySettings(host: host, port: port, user: user, password: password, auth: auth)
     }
 }

@@ -60,11 +60,7 @@ extension Server {
             let method = try HTTPSyntax.method(try p.string("method"))
             let url = try p.string("url")
             try HTTPSyntax.checkURL(url)
-            let auth = try p.optionalWord("auth", oneOf: AuthScheme.allNames).flatMap(AuthScheme.init(rawValue:)) ?? .basic
-            let user = try p.optionalString("user")
-            let password = try p.optionalString("password")
-            try HTTPSyntax.checkCredential(user, name: "user")
-            try HTTPSyntax.checkCredential(password, name: "password")
+            let (user, password, auth) = try Self.credential(p)
             let s = try session(call)
             r.open(method: method, url: url,
                    async: try p.bool("async", default: true), user: user, password: password, auth: auth,
@@ -79,6 +75,19 @@ extension Server {
 
         onRequest("setPostValue", params: ["key", "value"]) { r, call in
             try r.setPostValue(try call.params.string("key"), try call.params.string("value"))
+            return true
+        }
+
+        // `value` is required (api/openrpc.json), and may be null: declared optional so
+        // that the dispatcher, which takes a null for a missing value, lets null through.
+        onRequest("setJSONBody", params: ["value?"]) { r, call in
+            guard let value = call.params.object["value"] else { throw RPCError.invalidParams("'value' is required") }
+            try r.setJSONBody(value)
+            return true
+        }
+
+        onRequest("addMultipartPart", params: ["name", "value?", "filename?", "contentType?", "dataBase64?", "path?"]) { [unowned self] r, call in
+            try r.addMultipartPart(try MultipartPart.parse(.object(call.params.object), uploadRoot: config.uploadRoot))
             return true
         }
 
@@ -174,6 +183,16 @@ extension Server {
             let items = s.principal.objects.values.sorted { $0.handle < $1.handle }.map(\.listEntry)
             return .result(.array(items))
         }
+    }
+
+    /// `user`, `password` and `auth` of `open`, and of `fetch`'s `credential`.
+    static func credential(_ p: Params) throws(RPCError) -> (user: String?, password: String?, auth: AuthScheme) {
+        let auth = try p.optionalWord("auth", oneOf: AuthScheme.allNames).flatMap(AuthScheme.init(rawValue:)) ?? .basic
+        let user = try p.optionalString("user")
+        let password = try p.optionalString("password")
+        try HTTPSyntax.checkCredential(user, name: "user")
+        try HTTPSyntax.checkCredential(password, name: "password")
+        return (user, password, auth)
     }
 
     /// The three sends differ only in where the body comes from.

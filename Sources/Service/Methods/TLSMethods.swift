@@ -23,20 +23,8 @@ extension Server {
         }
 
         onRequest("setClientCertificate", params: ["cert", "key", "password?"]) { [unowned self] r, call in
-            let p = call.params
-            let cert = try p.string("cert")
-            let key = try p.string("key")
-            let password = try p.optionalString("password")
             try r.checkOptionsAllowed("setClientCertificate")
-            // A client names files the server opens: only below the certificate root,
-            // so that it cannot make the server read (or probe) anything else.
-            guard let root = config.certRoot else {
-                throw ServiceError.needsConfiguration("setClientCertificate needs the server to be started with --cert-root")
-            }
-            r.clientCertificate = ClientCertificate(
-                certPath: try ConfinedPath.resolve(cert, root: root, rootName: "certificate root"),
-                keyPath: try ConfinedPath.resolve(key, root: root, rootName: "certificate root"),
-                keyPassword: password)
+            r.clientCertificate = try clientCertificate(call.params)
             return true
         }
 
@@ -47,6 +35,23 @@ extension Server {
             r.pinnedPublicKey = pins
             return true
         }
+    }
+
+    /// The certificate of `setClientCertificate`'s parameters (`cert`, `key`,
+    /// `password?`), and of `fetch`'s `clientCertificate`.
+    func clientCertificate(_ p: Params) throws(RPCError) -> ClientCertificate {
+        let cert = try p.string("cert")
+        let key = try p.string("key")
+        let password = try p.optionalString("password")
+        // A client names files the server opens: only below the certificate root,
+        // so that it cannot make the server read (or probe) anything else.
+        guard let root = config.certRoot else {
+            throw ServiceError.needsConfiguration("setClientCertificate needs the server to be started with --cert-root")
+        }
+        return ClientCertificate(
+            certPath: try ConfinedPath.resolve(cert, root: root, rootName: "certificate root"),
+            keyPath: try ConfinedPath.resolve(key, root: root, rootName: "certificate root"),
+            keyPassword: password)
     }
 }
 

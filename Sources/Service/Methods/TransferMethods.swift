@@ -25,7 +25,7 @@ extension Server {
                 guard let root = config.uploadRoot else {
                     throw ServiceError.needsConfiguration("upload of a path needs the server to be started with --upload-root")
                 }
-                body = .file(path: try Self.uploadPath(path, root: root))
+                body = .file(path: try ConfinedPath.resolveRelative(path, root: root, rootName: "upload root"))
             case (nil, let data?):
                 body = .bytes(try Base64Param.decode(data, name: "dataBase64"))
             default:
@@ -77,25 +77,6 @@ extension Server {
         }
     }
 
-    /// An upload's file, confined as sendWithFile's is (`ConfinedPath`), but an escape is
-    /// answered with path_not_allowed, as download's are, instead of sendWithFile's
-    /// `forbidden`.
-    private static func uploadPath(_ path: String, root: String) throws(RPCError) -> String {
-        // Through a Result: `catch where` on a typed throw here crashed Swift 6.3.1's compiler.
-        let resolved: Result<String, RPCError>
-        do {
-            resolved = .success(try ConfinedPath.resolve(path, root: root, rootName: "upload root"))
-        } catch {
-            resolved = .failure(error)
-        }
-        switch resolved {
-        case .success(let real): return real
-        case .failure(let e) where e.reason == RPCError.Reason.forbidden.rawValue:
-            throw ServiceError.pathNotAllowed(path, rootName: "upload root", "it leads outside")
-        case .failure(let e): throw e
-        }
-    }
-
     /// A new request object of the caller's, opened with `method` and `url` and the
     /// call's `headers`, ready to send; released again if a header is refused.
     private func startTransferObject(_ s: ClientSession, _ call: RPCCall, method: String, url: String) throws(RPCError) -> HTTPRequest {
@@ -106,6 +87,8 @@ extension Server {
         let r = HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self)
         adopt(r, by: s)
         r.open(method: method, url: url, async: true, user: nil, password: nil, auth: .basic, opener: s)
+        // The caller hears the transfer's progress, as it hears its state changes.
+        r.openerGetsProgress = true
         do throws(RPCError) {
             for m in try p.optionalObject("headers")?.members ?? [] {
                 guard let value = m.value.stringValue else { throw RPCError.invalidParams("header '\(m.key)' must have a string value") }

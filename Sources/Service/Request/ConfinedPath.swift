@@ -1,9 +1,11 @@
 import Foundation
+import JSON
 import JSONRPC
 
 /// Confines the files a client names to a directory the operator chose: `sendWithFile`
-/// to the upload root, `setClientCertificate` to the certificate root (`rootName` says
-/// which, in messages). The path (relative paths are taken from the root) is resolved
+/// and multipart file parts (`resolveRelative`) to the upload root,
+/// `setClientCertificate` to the certificate root (`rootName` says which, in
+/// messages). The path (relative paths are taken from the root) is resolved
 /// with realpath, which follows `..` and every symbolic link, and must then lie inside
 /// the resolved root: no way out by either. It must be a regular file the server can
 /// read.
@@ -30,6 +32,24 @@ enum ConfinedPath {
             throw ServiceError.fileError("'\(path)' is not readable by the server", path: path)
         }
         return real
+    }
+
+    /// As `resolve`, for paths that may only be relative to the root (multipart file
+    /// parts): an absolute path or a `..` component is refused before the file system
+    /// is asked anything, and a path that a symbolic link takes out of the root is
+    /// refused too; both as `invalid_params` with `data.reason` `path_not_allowed`.
+    /// Nothing is opened or read on the way.
+    static func resolveRelative(_ path: String, root: String, rootName: String) throws(RPCError) -> String {
+        let notAllowed = RPCError.invalidParams("'\(path)' is not a path below the \(rootName): it must be relative, without '..', and stay inside through links",
+                                                reason: .pathNotAllowed, ["path": .string(path)])
+        guard !path.isEmpty, !path.hasPrefix("/"), !path.utf8.contains(0),
+              !path.split(separator: "/").contains("..")
+        else { throw notAllowed }
+        do {
+            return try resolve(path, root: root, rootName: rootName)
+        } catch where error.reason == RPCError.Reason.forbidden.rawValue {
+            throw notAllowed
+        }
     }
 
     private static func realPath(_ p: String) -> String? {

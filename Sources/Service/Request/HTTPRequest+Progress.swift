@@ -51,7 +51,8 @@ extension HTTPRequest {
             "request": .string(handle),
             "bytesWritten": .int(moved(p.uploaded, last?.uploaded)), "totalBytesWritten": .int(p.uploaded),
             "totalBytesExpectedToWrite": .int(expectedToWrite),
-            "bytesReceived": .int(moved(p.downloaded, last?.downloaded)), "totalBytesReceived": .int(p.downloaded),
+            // A resumed download's first note counts from the bytes kept, which did not move.
+            "bytesReceived": .int(moved(p.downloaded, last?.downloaded ?? download?.progressOffset)), "totalBytesReceived": .int(p.downloaded),
             "totalBytesExpectedToReceive": .int(expectedToReceive),
         ]
     }

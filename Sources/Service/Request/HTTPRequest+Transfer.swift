@@ -53,7 +53,7 @@ extension HTTPRequest {
                 progressCursors = [:]
             case .clearRequest:
                 headers = []
-                postValues = []
+                serializer.clear()
             case .startTransfer:
                 break  // started before the transition, so a refused start changes nothing
             case .recordHead:

@@ -34,8 +34,12 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var password: String?
     var auth: AuthScheme = .basic
     var headers: [(name: String, value: String)] = []
-    var postValues: [(key: String, value: String)] = []
+    /// The body serializer (`setPostValue`, `setJSONBody`, `addMultipartPart`, and
+    /// fetch's `form`, `json`, `multipart`): built into the body at `send`.
+    var serializer = RequestBody()
     var followRedirects = true
+    /// This request's own redirect limit (fetch's `maxRedirects`); nil: the server's.
+    var maxRedirects: Int?
     /// For `fetch`, which needs the whole body at once: a body over the buffer limit
     /// ends the request with a failure instead of pausing the transfer.
     var failsWhenBufferFull = false
@@ -184,12 +188,23 @@ final class HTTPRequest: SessionObject, TransferDelegate {
 
     func setPostValue(_ key: String, _ value: String) throws(RPCError) {
         guard machine.acceptsOptions else { throw misuse("setPostValue", allowed: "UNSENT or OPENED") }
-        postValues.append((key, value))
+        try serializer.addFormValue(key, value)
     }
 
+    func setJSONBody(_ value: JSONValue) throws(RPCError) {
+        guard machine.acceptsOptions else { throw misuse("setJSONBody", allowed: "UNSENT or OPENED") }
+        try serializer.setJSON(value)
+    }
+
+    func addMultipartPart(_ part: MultipartPart) throws(RPCError) {
+        guard machine.acceptsOptions else { throw misuse("addMultipartPart", allowed: "UNSENT or OPENED") }
+        try serializer.addPart(part)
+    }
+
+    /// Empties the serializer, whichever kind it holds.
     func clearPostValues() throws(RPCError) {
         guard machine.acceptsOptions else { throw misuse("clearPostValues", allowed: "UNSENT or OPENED") }
-        postValues = []
+        serializer.clear()
     }
 
     /// Checks that a pre-send option may be changed now.
@@ -206,6 +221,12 @@ final class HTTPRequest: SessionObject, TransferDelegate {
 
     func send(body: TransferBody, timeout: Double, call: RPCCall?) throws(RPCError) -> Bool {
         try checkCanSend("send")
+        switch body {
+        case .none: break
+        case .bytes: try serializer.checkNoOtherBody("a body of its own ('body', 'bodyBase64' or sendData's 'data')")
+        case .file: try serializer.checkNoOtherBody("a file (sendWithFile)")
+        case .segments: try serializer.checkNoOtherBody("a body of its own")
+        }
         let limits = principal.limits
         try principal.check("transfers", current: principal.transfersInFlight, max: limits.transfers,
                             "Too many transfers in flight; wait for one to finish")
@@ -215,7 +236,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         request.headers = headers
         request.timeout = timeout
         request.followRedirects = followRedirects
-        request.maxRedirects = settings.maxRedirects
+        request.maxRedirects = maxRedirects ?? settings.maxRedirects
         request.user = user
         request.password = password
         request.auth = auth
@@ -227,11 +248,13 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         request.pinnedPublicKey = pinnedPublicKey
         request.proxy = proxy ?? (principal.secureCommunication ? env.egressProxy : nil)
         if handlesCookies { request.cookieJar = principal.cookieJar }
+        let serialized = try serializer.encoded()
         switch body {
-        case .none where !postValues.isEmpty:
-            request.body = .bytes(Array(FormEncoding.encode(postValues).utf8))
+        case .none where serialized != nil:
+            guard let (serializedBody, contentType) = serialized else { break }
+            request.body = serializedBody
             if !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-                request.headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+                request.headers.append(("Content-Type", contentType))
             }
             if method == "GET" { request.method = "POST" }
         case .file:
@@ -307,7 +330,8 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         pinnedPublicKey = nil
         proxy = nil
         retryPolicy = nil
-        postValues = []
+        maxRedirects = nil
+        serializer.clear()
     }
     var lastTransfer: Transfer?
 

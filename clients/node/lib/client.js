@@ -36,6 +36,23 @@ const BODY_POLL_MS = 20; // readBody's longest pause between reads when nothing 
 const CLOSE_FLUSH_MS = 1000; // close() waits this long at most for written bytes to go out
 const STATE_POLL_MS = 250; // _waitForState's longest pause between looks when no notification came
 const DEFAULT_FETCH_TIMEOUT = 30; // seconds for a fetch's transfer
+// fetch's members beyond url, method, headers, body, responseType, timeout and retry.
+const FETCH_OPTIONS = new Set([
+  'request', 'baseURL', 'query', 'json', 'form', 'multipart', 'credential', 'followRedirects', 'maxRedirects',
+  'cookies', 'proxy', 'disableHostVerification', 'disablePeerVerification', 'clientCertificate',
+  'pinnedPublicKey', 'subscribe',
+]);
+
+/** A multipart part on the wire: `data` (bytes) becomes `dataBase64`; the rest goes as it is. */
+function multipartPart(part) {
+  if (part === null || typeof part !== 'object' || Array.isArray(part)) {
+    throw new TypeError('a multipart part is an object {name, value} or {name, filename?, contentType?, data | dataBase64 | path}');
+  }
+  const { data, ...rest } = part;
+  if (data === undefined) return rest;
+  if (!(data instanceof Uint8Array)) throw new TypeError('a multipart part\'s data is a Buffer or a Uint8Array');
+  return { ...rest, dataBase64: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') };
+}
 const FETCH_ANSWER_EXTRA = 5; // seconds more for fetch's answer to come after the transfer's limit
 const RETRY_MAX_DELAY = 30; // seconds: the server's default maxDelay of a retry policy
 
@@ -401,11 +418,21 @@ class Client extends EventEmitter {
    * transfer then, and the call waits that long plus FETCH_ANSWER_EXTRA for the answer).
    * `retry`: a retry policy `{maxAttempts, initialDelay, maxDelay, retryOn}` (as
    * setRetryPolicy's), sent as it is; the call then waits for every attempt and the delays
-   * between them. Resolves to the server's answer `{status, statusText, headers, body,
-   * encoding}`; a request that got no response is status 0 with a status text saying why,
+   * between them. The other options are fetch's members under their wire names
+   * (api/openrpc.json): `baseURL`, `query` ({name: value | [values]}), one body serializer
+   * of `json` (any value, null too), `form` ({name: value}) and `multipart` (parts as
+   * addMultipartPart takes them), `credential` ({user, password, auth?}),
+   * `followRedirects`, `maxRedirects`, `cookies`, `proxy` ({host, port, user?, password?,
+   * auth?}), `disableHostVerification`, `disablePeerVerification`, `clientCertificate`
+   * ({cert, key, password?}), `pinnedPublicKey`, `request` (the fetch's handle) and
+   * `subscribe` (true: its onStateChange and onProgress come to this client). Resolves to
+   * the server's answer `{request, status, statusText, headers, body, encoding}`; a request that got no response is status 0 with a status text saying why,
    * not a rejection.
    */
-  fetch(url, { method, headers, body, responseType, timeout = DEFAULT_FETCH_TIMEOUT, retry } = {}) {
+  fetch(url, { method, headers, body, responseType, timeout = DEFAULT_FETCH_TIMEOUT, retry, ...more } = {}) {
+    for (const name of Object.keys(more)) {
+      if (!FETCH_OPTIONS.has(name)) return Promise.reject(new TypeError(`fetch has no option ${name}`));
+    }
     if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
       return Promise.reject(new TypeError(`fetch's timeout is a positive number of seconds, not ${timeout}`));
     }
@@ -423,6 +450,15 @@ class Client extends EventEmitter {
       return Promise.reject(new TypeError('a fetch body is a string, a Buffer or a Uint8Array'));
     }
     if (responseType !== undefined) params.responseType = responseType;
+    if (more.multipart !== undefined) {
+      if (!Array.isArray(more.multipart)) return Promise.reject(new TypeError('fetch\'s multipart is an array of parts'));
+      more.multipart = more.multipart.map(multipartPart);
+    }
+    // The other options go as they are, under their wire names (api/openrpc.json), `json`
+    // included when it is null (a JSON value like any other).
+    for (const [name, value] of Object.entries(more)) {
+      if (value !== undefined) params[name] = value;
+    }
     params.timeout = timeout;
     let wait = timeout;
     if (retry !== undefined && retry !== null) {
@@ -453,6 +489,29 @@ class Client extends EventEmitter {
   /** `credentials.remove` of a protection space (as set named it); false when there was none. */
   async credentialsRemove(space) {
     return (await this.call('credentials.remove', space)).removed;
+  }
+
+  /**
+   * `setJSONBody`: the request's body becomes `value` as JSON (Content-Type
+   * application/json), sent by `send` without a body. Resolves to true.
+   */
+  setJSONBody(request, value) {
+    return this.call('setJSONBody', { request, value });
+  }
+
+  /**
+   * `addMultipartPart`: a part `{name, value}` (a text field) or `{name, filename?,
+   * contentType?, data | dataBase64 | path}` (a file: `data` is a Buffer or Uint8Array,
+   * `path` a file below the server's --upload-root). Resolves to true.
+   */
+  addMultipartPart(request, part) {
+    let params;
+    try {
+      params = { request, ...multipartPart(part) };
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.call('addMultipartPart', params);
   }
 
   /**

@@ -77,4 +77,53 @@ describe('Client#fetch', () => {
     }
     assert.equal((await c.fetch(url, { body: null })).status, 200); // null: no body
   });
+
+  it('takes baseURL, query, the body serializers, a credential, options, and its own handle', BOUNDED, async (t) => {
+    const c = await closing(t, env.server.connect());
+    const echo = (res) => [res.body.method, res.body.path, res.body.query, res.body.headers['content-type'],
+      Buffer.from(res.body.bodyBase64, 'base64').toString('utf8')];
+    const q = await c.fetch('../echo?a=1', {
+      baseURL: env.upstream.url('/x/y'), query: { 'b c': ['d&e', 'é'], n: 2 }, json: { k: [1, null] }, responseType: 'json',
+    });
+    assert.deepEqual(echo(q), ['POST', '/echo', 'a=1&b+c=d%26e&b+c=%C3%A9&n=2', 'application/json', '{"k":[1,null]}']);
+    const f = await c.fetch(env.upstream.url('/echo'), { method: 'PUT', form: { a: 'b c' }, responseType: 'json' });
+    assert.deepEqual(echo(f), ['PUT', '/echo', '', 'application/x-www-form-urlencoded', 'a=b+c']);
+    const n = await c.fetch(env.upstream.url('/echo'), { json: null, responseType: 'json' });
+    assert.deepEqual(echo(n).slice(3), ['application/json', 'null']);
+    const m = await c.fetch(env.upstream.url('/echo'), {
+      multipart: [{ name: 'a', value: 'v' }, { name: 'f', filename: 'x.bin', data: Buffer.from([0x41, 0x42]) }],
+      responseType: 'json',
+    });
+    const boundary = m.body.headers['content-type'].split('boundary=')[1];
+    assert.equal(Buffer.from(m.body.bodyBase64, 'base64').toString('latin1'),
+      `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\nv\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="x.bin"\r\n` +
+      `Content-Type: application/octet-stream\r\n\r\nAB\r\n--${boundary}--\r\n`);
+    await assert.rejects(c.fetch(env.upstream.url('/echo'), { json: 1, form: { a: 'b' } }),
+      (e) => e.code === -32602 && /one body/.test(e.data.detail));
+    await assert.rejects(c.fetch(env.upstream.url('/echo'), { nonsense: 1 }), TypeError);
+    const auth = await c.fetch(env.upstream.url('/basic-auth/u/p'), { credential: { user: 'u', password: 'p' }, responseType: 'json' });
+    assert.deepEqual([auth.status, auth.body.authenticated], [200, true]);
+    const noFollow = await c.fetch(env.upstream.url('/redirect/1'), { followRedirects: false });
+    assert.equal(noFollow.status, 302);
+    const named = await c.fetch(env.upstream.url('/bytes/3000'), { request: 'mine', subscribe: true, responseType: 'base64' });
+    assert.equal(named.request, 'mine');
+    const states = c.pending().filter((msg) => msg.method === 'onStateChange').map((msg) => [msg.params.request, msg.params.stateName]);
+    assert.deepEqual(states.at(-1), ['mine', 'DONE']);
+  });
+
+  it('setJSONBody and addMultipartPart on a request object', BOUNDED, async (t) => {
+    const c = await closing(t, env.server.connect());
+    const { request } = await c.call('create', {});
+    await c.call('open', { request, method: 'POST', url: env.upstream.url('/echo'), async: false, subscribe: false });
+    assert.equal(await c.setJSONBody(request, [1, 'two']), true);
+    await assert.rejects(c.addMultipartPart(request, { name: 'a', value: 'b' }), (e) => e.code === -32602);
+    await c.call('send', { request });
+    const body = JSON.parse(Buffer.from((await c.call('getReceiveBuffer', { request })).data, 'base64').toString('utf8'));
+    assert.deepEqual([body.headers['content-type'], Buffer.from(body.bodyBase64, 'base64').toString('utf8')],
+      ['application/json', '[1,"two"]']);
+    await c.call('open', { request, method: 'POST', url: env.upstream.url('/echo'), async: false, subscribe: false });
+    assert.equal(await c.addMultipartPart(request, { name: 'd', data: new Uint8Array([0x43]) }), true);
+    await assert.rejects(c.call('send', { request, body: 'x' }), (e) => e.code === -32602);
+  });
 });

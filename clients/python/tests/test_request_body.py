@@ -134,11 +134,17 @@ class SendData(BodyCase):
                          ("PUT", "length", [str(len(body))]))
         self.assertEqual(record.body, body)
 
-    def test_data_wins_over_form_fields(self):
-        # A body given to the send is the body; the form fields are not sent with it.
+    def test_data_beside_form_fields_is_refused(self):
+        # Form fields and a body given to the send: invalid_params, nothing sent (issue
+        # 15; the fields were once dropped in silence). After clearPostValues the data goes.
         r = self.opened()
-        self.c.call("setPostValue", {"request": r, "key": "ignored", "value": "1"})
+        self.c.call("setPostValue", {"request": r, "key": "dropped", "value": "1"})
         body = os.urandom(1000)
+        mark = self.origin.mark()
+        got = self.c.request("sendData", {"request": r, "data": base64.b64encode(body).decode()})
+        self.assertEqual(got["error"]["code"], -32602, got)
+        self.assertEqual(self.origin.since(mark), [])
+        self.c.call("clearPostValues", {"request": r})
         record = self.sent("sendData", {"request": r, "data": base64.b64encode(body).decode()})
         self.assertEqual((record.method, record.body), ("POST", body))
         self.assertNotIn(FORM, record.values("Content-Type"))

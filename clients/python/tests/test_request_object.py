@@ -884,13 +884,14 @@ class FetchResponseTypes(ObjectTestCase):
         self.need("fetch")
         c = self.connect()
         ok = self.url("/delay/0")
-        self.assertMessage({"status": 200, "statusText": "OK", "headers": self.headers_of_ok(2), "body": "ok",
-                            "encoding": "utf8"}, c.call("fetch", {"url": ok}))
-        self.assertMessage({"status": 200, "statusText": "OK", "headers": self.headers_of_ok(2), "body": "b2s=",
-                            "encoding": "base64"}, c.call("fetch", {"url": ok, "responseType": "base64"}))
-        # json: a body that is not JSON comes as text.
-        self.assertMessage({"status": 200, "statusText": "OK", "headers": self.headers_of_ok(2), "body": "ok",
-                            "encoding": "utf8"}, c.call("fetch", {"url": ok, "responseType": "json"}))
+        self.assertMessage({"request": ANY_STR, "status": 200, "statusText": "OK", "headers": self.headers_of_ok(2),
+                            "body": "ok", "encoding": "utf8"}, c.call("fetch", {"url": ok}))
+        self.assertMessage({"request": ANY_STR, "status": 200, "statusText": "OK", "headers": self.headers_of_ok(2),
+                            "body": "b2s=", "encoding": "base64"}, c.call("fetch", {"url": ok, "responseType": "base64"}))
+        # json: a body that is not JSON is an error saying so, with the status (issue 15).
+        got = c.request("fetch", {"url": ok, "responseType": "json"})
+        self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"], got["error"]["data"]["status"]),
+                         (-32010, "request_failed", 200))
         got = c.call("fetch", {"url": self.url("/echo?a=1"), "responseType": "json"})
         self.assertEqual((got["status"], got["encoding"]), (200, "json"))
         self.assertEqual((got["body"]["method"], got["body"]["args"]), ("GET", {"a": ["1"]}))
@@ -903,10 +904,10 @@ class FetchResponseTypes(ObjectTestCase):
         self.need("fetch")
         c = self.connect()
         got = c.call("fetch", {"url": "http://127.0.0.1:%d/" % free_tcp_port()}, timeout=30)
-        self.assertMessage({"status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "utf8"}, got)
+        self.assertMessage({"request": ANY_STR, "status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "utf8"}, got)
         self.assertIn("refused", got["statusText"].lower())
         got = c.call("fetch", {"url": self.url("/hang"), "timeout": 0.2}, timeout=30)
-        self.assertMessage({"status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "utf8"}, got)
+        self.assertMessage({"request": ANY_STR, "status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "utf8"}, got)
         self.assertIn("timed out", got["statusText"].lower())
 
 
@@ -922,7 +923,7 @@ class FetchBufferLimit(ObjectTestCase):
         self.assertEqual(base64.b64decode(got["body"]), pattern.pattern_bytes(self.LIMIT, 2))
         for path in ("/bytes/%d" % (self.LIMIT + 1), "/bytes/%d" % (50 * MIB), "/chunked/%d" % (3 * self.LIMIT)):
             got = c.call("fetch", {"url": self.url(path), "responseType": "base64"}, timeout=30)
-            self.assertMessage({"status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "base64"},
+            self.assertMessage({"request": ANY_STR, "status": 0, "statusText": ANY_STR, "headers": {}, "body": "", "encoding": "base64"},
                                got, path)
             self.assertIn(str(self.LIMIT), got["statusText"], path)
             self.assertIn("larger", got["statusText"], path)

@@ -323,7 +323,7 @@ class Fetch(RequestTestCase):
                                                   "responseType": "text"})) for i in range(n)))
         for i in range(n):
             got = c.wait_response(i, 30)
-            self.assertMessage(result({"status": 200, "statusText": "OK", "headers": got["result"]["headers"],
+            self.assertMessage(result({"request": ANY_STR, "status": 200, "statusText": "OK", "headers": got["result"]["headers"],
                                        "body": "ok", "encoding": "utf8"}, i), got)
 
 

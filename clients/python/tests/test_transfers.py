@@ -224,6 +224,26 @@ class Download(TransferCase):
         # The totals count the whole file, the kept 70000 bytes included.
         self.assertTrue(all(p["totalBytesReceived"] >= 70_000 for p in progress), progress)
         self.assertEqual((progress[-1]["totalBytesReceived"], progress[-1]["totalBytesExpectedToReceive"]), (N, N))
+        # bytesReceived counts what moved: the kept bytes are not counted again.
+        self.assertEqual(sum(p["bytesReceived"] for p in progress), N - 70_000)
+
+    def test_the_caller_hears_progress_without_subscribing(self):
+        name = self.name()
+        self.c.call("download", {"request": name, "url": self.upstream.url("/ranged/%d" % N), "path": "heard.bin"})
+        progress = []
+        deadline = time.monotonic() + 60
+        while True:
+            msg = self.c.wait_notification(lambda m: (m.get("params") or {}).get("request") == name,
+                                           max(0.1, deadline - time.monotonic()))
+            if msg["method"] == "onProgress":
+                progress.append(msg["params"])
+            elif msg["params"]["state"] == 5:
+                break
+        self.assertTrue(progress, "the caller heard no progress")
+        self.assertEqual(sum(p["bytesReceived"] for p in progress), N)
+        self.assertEqual(progress[-1]["totalBytesReceived"], N)
+        self.c.call("release", {"request": name})
+        self.c._discard_notifications(name)
 
     def test_resume_restarts_when_the_server_answers_200(self):
         for i, query in enumerate(("ignore_range=1", "etag=changed")):

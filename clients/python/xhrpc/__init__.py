@@ -15,8 +15,9 @@ the connection the interceptor of its principal's requests (``Interceptor``).
 from .aio import AsyncClient, AsyncInterceptor, AsyncSocket
 from .client import (INTERCEPT_EVENTS, Client, ConnectionClosed, Interceptor, MalformedMessage, RPCError, Socket,
                      SocketError, TransferError, decode_body, default_socket_path, encode)
+from .client import MultipartPart
 
 __all__ = ["AsyncClient", "AsyncInterceptor", "AsyncSocket", "Client", "ConnectionClosed", "INTERCEPT_EVENTS",
-           "Interceptor", "MalformedMessage", "RPCError", "Socket", "SocketError", "TransferError", "decode_body",
+           "Interceptor", "MalformedMessage", "MultipartPart", "RPCError", "Socket", "SocketError", "TransferError", "decode_body",
            "default_socket_path", "encode"]
 __version__ = "0.1.0"

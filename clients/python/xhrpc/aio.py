@@ -43,7 +43,7 @@ from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT
                      _ON_OPEN, _ON_READ, _READ_CALL_TIMEOUT, _READ_SIZE, BatchCall, ConnectionClosed, Data,
                      MalformedMessage, RPCError, SocketError, TransferError, _batch_messages, _callback_failed,
                      _chunk_bytes, _DownloadState, _download_calls, _download_handle, _end_calls, _exactly,
-                     _expected_total, _fetch_params, _header_calls, _id_key, _incomplete, _InterceptorBase,
+                     _expected_total, _fetch_options, _fetch_params, _header_calls, _id_key, _incomplete, _InterceptorBase,
                      _is_notification, _is_response, _is_server_request, _no_callback, _params_of, _prepared,
                      _question_reply, _raise_first_error, _register_params, _request_of, _result_of, _send_params,
                      _socket_connect_params, _socket_create_params, _socket_error, _socket_event,
@@ -53,6 +53,7 @@ from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT
                      _upload_body)
 from .client import _subscribe_params
 from .client import _credential_params
+from .client import UNSET, MultipartPart, _part_params
 
 __all__ = ["AsyncClient", "AsyncInterceptor", "AsyncSocket", "RPCError", "ConnectionClosed", "SocketError",
            "TransferError"]
@@ -548,15 +549,28 @@ class AsyncClient:
                     body: Union[str, bytes, bytearray, memoryview, None] = None,
                     timeout: Optional[float] = None,
                     response_type: Optional[str] = None,
-                    retry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+                    retry: Optional[Mapping[str, Any]] = None, *, base_url: Optional[str] = None,
+                    query: Optional[Mapping[str, Any]] = None, json: Any = UNSET,
+                    form: Optional[Mapping[str, str]] = None, multipart: Optional[Iterable[MultipartPart]] = None,
+                    credential: Optional[Mapping[str, str]] = None, follow_redirects: Optional[bool] = None,
+                    max_redirects: Optional[int] = None, cookies: Optional[bool] = None,
+                    proxy: Optional[Mapping[str, Any]] = None, disable_host_verification: Optional[bool] = None,
+                    disable_peer_verification: Optional[bool] = None,
+                    client_certificate: Optional[Mapping[str, str]] = None, pinned_public_key: Optional[str] = None,
+                    request: Optional[str] = None, subscribe: Optional[bool] = None) -> Dict[str, Any]:
         """One whole exchange with the ``fetch`` method; as ``Client.fetch`` (``retry``:
         a retry policy, as ``setRetryPolicy`` takes it without ``request``).
 
         Returns ``{"status", "statusText", "headers", "body", "encoding"}``
         (``xhrpc.decode_body`` gives the body's bytes).  ``timeout`` bounds the
-        transfer in the server, and this wait a little longer (None: no bound).
+        transfer in the server, and this wait a little longer (None: no bound).  The
+        keyword-only arguments are as ``Client.fetch``'s (serializers, options,
+        ``request``, ``subscribe``).
         """
-        params = _fetch_params(url, method, headers, body, timeout, response_type, retry)
+        options = _fetch_options(base_url, query, json, form, multipart, credential, follow_redirects,
+                                 max_redirects, cookies, proxy, disable_host_verification,
+                                 disable_peer_verification, client_certificate, pinned_public_key, request, subscribe)
+        params = _fetch_params(url, method, headers, body, timeout, response_type, retry, options)
         timeout_answer = None if timeout is None or timeout <= 0 else timeout + _ANSWER_MARGIN
         result: Dict[str, Any] = await self.call("fetch", params, timeout=timeout_answer)
         return result
@@ -582,6 +596,16 @@ class AsyncClient:
         result: Dict[str, Any] = await self.call("credentials.remove", _credential_params(host, port, scheme, realm,
                                                                                          user=user))
         return bool(result["removed"])
+
+    async def set_json_body(self, request: str, value: Any) -> None:
+        """``setJSONBody``, as ``Client.set_json_body``."""
+        await self.call("setJSONBody", {"request": request, "value": value})
+
+    async def add_multipart_part(self, request: str, name: str, value: Optional[str] = None, *,
+                                 data: Union[bytes, bytearray, memoryview, None] = None, path: Optional[str] = None,
+                                 filename: Optional[str] = None, content_type: Optional[str] = None) -> None:
+        """``addMultipartPart``, as ``Client.add_multipart_part``."""
+        await self.call("addMultipartPart", _part_params(request, name, value, data, path, filename, content_type))
 
     # ---- interception ----------------------------------------------------
 

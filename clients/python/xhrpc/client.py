@@ -353,10 +353,58 @@ def _request_of(msg: Any) -> Optional[str]:
     return handle if isinstance(handle, str) else None
 
 
+#: A multipart part, as ``addMultipartPart`` and ``fetch``'s ``multipart`` take it:
+#: ``{"name", "value"}`` (a text field) or ``{"name", "filename"?, "contentType"?,
+#: "dataBase64" | "path"}`` (a file; ``path`` below the server's ``--upload-root``).
+MultipartPart = Mapping[str, str]
+
+
+class _Unset:
+    """The default of ``json=``: ``None`` is a JSON value (null) a caller may send."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def _fetch_options(base_url: Optional[str] = None, query: Optional[Mapping[str, Any]] = None,
+                   json_body: Any = UNSET, form: Optional[Mapping[str, str]] = None,
+                   multipart: Optional[Iterable[MultipartPart]] = None,
+                   credential: Optional[Mapping[str, str]] = None, follow_redirects: Optional[bool] = None,
+                   max_redirects: Optional[int] = None, cookies: Optional[bool] = None,
+                   proxy: Optional[Mapping[str, Any]] = None, disable_host_verification: Optional[bool] = None,
+                   disable_peer_verification: Optional[bool] = None,
+                   client_certificate: Optional[Mapping[str, str]] = None, pinned_public_key: Optional[str] = None,
+                   request: Optional[str] = None, subscribe: Optional[bool] = None) -> Dict[str, Any]:
+    """The members of ``fetch`` beyond url, method, headers, body, timeout, responseType
+    and retry, by their wire names; what is not given is left out."""
+    out: Dict[str, Any] = {}
+    for name, value in (("baseURL", base_url), ("followRedirects", follow_redirects),
+                        ("maxRedirects", max_redirects), ("cookies", cookies),
+                        ("disableHostVerification", disable_host_verification),
+                        ("disablePeerVerification", disable_peer_verification),
+                        ("pinnedPublicKey", pinned_public_key), ("request", request), ("subscribe", subscribe)):
+        if value is not None:
+            out[name] = value
+    for name, mapping in (("query", query), ("form", form), ("credential", credential), ("proxy", proxy),
+                          ("clientCertificate", client_certificate)):
+        if mapping is not None:
+            out[name] = dict(mapping)
+    if multipart is not None:
+        out["multipart"] = [dict(part) for part in multipart]
+    if not isinstance(json_body, _Unset):
+        out["json"] = json_body
+    return out
+
+
 def _fetch_params(url: str, method: str, headers: Optional[Mapping[str, str]],
                   body: Union[str, bytes, bytearray, memoryview, None], timeout: Optional[float],
-                  response_type: Optional[str], retry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+                  response_type: Optional[str], retry: Optional[Mapping[str, Any]] = None,
+                  options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     params: Dict[str, Any] = {"url": url, "method": method}
+    params.update(options or {})
     if retry is not None:
         params["retry"] = dict(retry)
     if headers:
@@ -380,6 +428,22 @@ def _credential_params(host: str, port: Optional[int], scheme: Optional[str], re
         if value is not None:
             params[name] = value
     params.update({k: v for k, v in more.items() if v is not None})
+    return params
+
+
+def _part_params(request: str, name: str, value: Optional[str], data: Union[bytes, bytearray, memoryview, None],
+                 path: Optional[str], filename: Optional[str], content_type: Optional[str]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"request": request, "name": name}
+    if value is not None:
+        params["value"] = value
+    if data is not None:
+        params["dataBase64"] = base64.b64encode(bytes(data)).decode("ascii")
+    if path is not None:
+        params["path"] = path
+    if filename is not None:
+        params["filename"] = filename
+    if content_type is not None:
+        params["contentType"] = content_type
     return params
 
 
@@ -1324,7 +1388,15 @@ class Client:
     def fetch(self, url: str, method: str = "GET", headers: Optional[Mapping[str, str]] = None,
               body: Union[str, bytes, bytearray, memoryview, None] = None,
               timeout: Optional[float] = None, response_type: Optional[str] = None,
-              retry: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+              retry: Optional[Mapping[str, Any]] = None, *, base_url: Optional[str] = None,
+              query: Optional[Mapping[str, Any]] = None, json: Any = UNSET,
+              form: Optional[Mapping[str, str]] = None, multipart: Optional[Iterable[MultipartPart]] = None,
+              credential: Optional[Mapping[str, str]] = None, follow_redirects: Optional[bool] = None,
+              max_redirects: Optional[int] = None, cookies: Optional[bool] = None,
+              proxy: Optional[Mapping[str, Any]] = None, disable_host_verification: Optional[bool] = None,
+              disable_peer_verification: Optional[bool] = None,
+              client_certificate: Optional[Mapping[str, str]] = None, pinned_public_key: Optional[str] = None,
+              request: Optional[str] = None, subscribe: Optional[bool] = None) -> Dict[str, Any]:
         """One whole exchange with the ``fetch`` method; returns its result.
 
         The result is ``{"status", "statusText", "headers", "body", "encoding"}``;
@@ -1337,8 +1409,26 @@ class Client:
         server's ``--max-buffer-bytes`` (8 MiB); ``download`` has no such limit.
         ``retry``: a retry policy, as ``setRetryPolicy`` takes it without ``request``
         (``{"maxAttempts": 3, "initialDelay": 0.5, "maxDelay": 30, "retryOn": [...]}``).
+
+        The keyword-only arguments are fetch's other members (api/openrpc.json):
+        ``base_url`` (``url`` is then resolved against it as a browser would),
+        ``query`` (``{name: value or [values]}``, appended form-urlencoded), one body
+        serializer of ``json`` (any value, ``None`` sends ``null``), ``form``
+        (``{name: value}``) and ``multipart`` (a list of ``MultipartPart``) instead of
+        ``body``; ``credential`` (``{"user", "password", "auth"?}``), and the per-request
+        options ``follow_redirects``, ``max_redirects``, ``cookies``, ``proxy``
+        (``{"host", "port", ...}``), ``disable_host_verification``,
+        ``disable_peer_verification``, ``client_certificate`` (``{"cert", "key",
+        "password"?}``), ``pinned_public_key``; ``request`` names the fetch (its
+        notifications and the result carry it) and ``subscribe=True`` sends its
+        ``onStateChange`` and ``onProgress`` to this connection (read them with
+        ``wait_notification``).  With ``response_type="json"`` a body that is not JSON
+        raises ``RPCError`` (reason ``request_failed``, ``data.status``).
         """
-        params = _fetch_params(url, method, headers, body, timeout, response_type, retry)
+        options = _fetch_options(base_url, query, json, form, multipart, credential, follow_redirects,
+                                 max_redirects, cookies, proxy, disable_host_verification,
+                                 disable_peer_verification, client_certificate, pinned_public_key, request, subscribe)
+        params = _fetch_params(url, method, headers, body, timeout, response_type, retry, options)
         result: Dict[str, Any] = self.call("fetch", params, timeout=_answer_timeout(timeout))
         return result
 
@@ -1369,6 +1459,18 @@ class Client:
         result: Dict[str, Any] = self.call("credentials.remove", _credential_params(host, port, scheme, realm,
                                                                                    user=user))
         return bool(result["removed"])
+
+    def set_json_body(self, request: str, value: Any) -> None:
+        """``setJSONBody``: the request's body becomes ``value`` as JSON
+        (``Content-Type: application/json``), sent by ``send`` without a body."""
+        self.call("setJSONBody", {"request": request, "value": value})
+
+    def add_multipart_part(self, request: str, name: str, value: Optional[str] = None, *,
+                           data: Union[bytes, bytearray, memoryview, None] = None, path: Optional[str] = None,
+                           filename: Optional[str] = None, content_type: Optional[str] = None) -> None:
+        """``addMultipartPart``: a text field (``value``) or a file part (``data`` bytes,
+        or ``path`` below the server's ``--upload-root``) of a multipart/form-data body."""
+        self.call("addMultipartPart", _part_params(request, name, value, data, path, filename, content_type))
 
     # ---- interception ----------------------------------------------------
 

@@ -19,7 +19,7 @@ import {
   SocketStateName, Interceptor, InterceptorEvents, InterceptOptions, InterceptDecision, InterceptEvent, InterceptNotice,
   Replacement, RetryPolicy, RetryOn, ServerRequest, ShouldContinueParams, ShouldContinueQuestion, TransferError,
   FailureReason, WillSendRequestParams, WillSendRequestQuestion, ResponseNotice, DataNotice, FailNotice, FinishNotice,
-  Awaitable,
+  Awaitable, MultipartPart,
 } from 'xhrpc';
 
 // The few globals this program needs, declared here since no @types/node is loaded.
@@ -135,6 +135,20 @@ async function fetchAndDownload(c: Client, args: Args): Promise<void> {
   else check(false, 'fetch json encoding');
   const bytes = await c.fetch(`${args.upstream}/bytes/10`, { body: new Uint8Array([1, 2]), responseType: 'base64' });
   check(bytes.encoding === 'base64' && typeof bytes.body === 'string', 'fetch base64');
+  const parts: MultipartPart[] = [{ name: 'a', value: 'b' }, { name: 'f', filename: 'f.bin', data: new Uint8Array([3]) }];
+  const serialized: FetchResult = await c.fetch('echo', {
+    baseURL: `${args.upstream}/`, query: { q: ['1', 2, true] }, multipart: parts, request: 'typed-fetch', subscribe: false,
+    followRedirects: true, maxRedirects: 3, cookies: true, credential: { user: 'u', password: 'p' },
+  });
+  check(serialized.request === 'typed-fetch' && serialized.status === 200, 'fetch serializers');
+  const json: JsonValue = { k: [1, null, 'x'] };
+  check((await c.fetch(`${args.upstream}/echo`, { json })).status === 200, 'fetch json body');
+  const { request } = await c.call('create', {});
+  await c.call('open', { request, method: 'POST', url: `${args.upstream}/echo` });
+  check((await c.setJSONBody(request, json)) === true, 'setJSONBody');
+  await c.call('clearPostValues', { request });
+  check((await c.addMultipartPart(request, { name: 'x', dataBase64: 'AA==' })) === true, 'addMultipartPart');
+  await c.call('release', { request });
   const seen: Array<[number, number]> = [];
   const download: DownloadOptions = { onProgress: (received, total) => seen.push([received, total]), headers: {}, timeout: 30 };
   const result: DownloadResult = await c.download(`${args.upstream}/bytes/5000`, `${args.dir}/typed.bin`, download);
