@@ -84,11 +84,11 @@ extension HTTPRequest {
 extension TransferBody {
     /// Whether the body can be sent again from its start for a second attempt: bytes
     /// in memory are, and a file is read again from its start (what it holds then is
-    /// sent). A body that could not be (a stream) would leave the challenge unanswered:
+    /// sent), and so are multipart's segments, which are both. A body that could not be (a stream) would leave the challenge unanswered:
     /// the 401 or 407 is the response.
     var isReplayable: Bool {
         switch self {
-        case .none, .bytes, .file: true
+        case .none, .bytes, .file, .segments: true
         }
     }
 }
