@@ -634,12 +634,13 @@ export interface DownloadOptions {
   timeout?: number;
 }
 
-/** The server's upload: exactly one of path and dataBase64. */
+/** The server's upload: exactly one of path, dataBase64 and multipart. */
 export interface UploadParams {
   url: string;
   method?: string;
   path?: string;
   dataBase64?: string;
+  multipart?: MultipartPartParams[];
   headers?: Record<string, string>;
   request?: string;
   timeout?: number;
@@ -670,6 +671,8 @@ export interface UploadOptions extends TransferOptions {
   path?: string;
   /** The body, when no path is given. */
   data?: string | Uint8Array;
+  /** multipart/form-data parts instead of path or data. */
+  multipart?: MultipartPart[];
   /** Default POST. */
   method?: string;
 }

@@ -128,13 +128,17 @@ extension Server {
                 try r.setPostValue(m.key, value)
             }
         }
-        if let parts = p["multipart"] {
-            guard let items = parts.arrayValue, !items.isEmpty else {
-                throw RPCError.invalidParams("'multipart' must be a non-empty array of parts")
-            }
-            for item in items {
-                try r.addMultipartPart(try MultipartPart.parse(item, uploadRoot: config.uploadRoot))
-            }
+        if let parts = p["multipart"] { try addMultipartParts(parts, to: r) }
+    }
+
+    /// The parts of a `multipart` parameter (`fetch`, `upload`), each added as
+    /// `addMultipartPart` adds one.
+    func addMultipartParts(_ parts: JSONValue, to r: HTTPRequest) throws(RPCError) {
+        guard let items = parts.arrayValue, !items.isEmpty else {
+            throw RPCError.invalidParams("'multipart' must be a non-empty array of parts")
+        }
+        for item in items {
+            try r.addMultipartPart(try MultipartPart.parse(item, uploadRoot: config.uploadRoot))
         }
     }
 

@@ -10,7 +10,8 @@ import JSONRPC
 /// (`subscribe {request}`, which a client can send in the same batch).
 extension Server {
     func registerTransferMethods() {
-        registry.register("upload", params: ["url", "method?", "path?", "dataBase64?", "headers?", "request?", "timeout?"]) {
+        registry.register("upload", params: ["url", "method?", "path?", "dataBase64?", "multipart?", "headers?", "request?",
+                                             "timeout?"]) {
             [unowned self] call in
             let s = try session(call)
             try checkAcceptingTransfers()
@@ -19,20 +20,24 @@ extension Server {
             try HTTPSyntax.checkURL(url)
             let method = try HTTPSyntax.method(try p.optionalString("method") ?? "POST")
             guard method != "GET", method != "HEAD" else { throw RPCError.invalidParams("an upload's method cannot be \(method)") }
-            let body: TransferBody
-            switch (try p.optionalString("path"), try p.optionalString("dataBase64")) {
-            case (let path?, nil):
+            let given = ["path", "dataBase64", "multipart"].filter { p.has($0) }
+            guard given.count == 1 else {
+                throw RPCError.invalidParams("give exactly one of 'path', 'dataBase64' or 'multipart'"
+                                             + (given.isEmpty ? "" : " (got \(given.joined(separator: ", ")))"))
+            }
+            var body = TransferBody.none
+            if let path = try p.optionalString("path") {
                 guard let root = config.uploadRoot else {
                     throw ServiceError.needsConfiguration("upload of a path needs the server to be started with --upload-root")
                 }
                 body = .file(path: try ConfinedPath.resolveRelative(path, root: root, rootName: "upload root"))
-            case (nil, let data?):
+            } else if let data = try p.optionalString("dataBase64") {
                 body = .bytes(try Base64Param.decode(data, name: "dataBase64"))
-            default:
-                throw RPCError.invalidParams("give one of 'path' or 'dataBase64'")
             }
             let r = try startTransferObject(s, call, method: method, url: url)
             do {
+                // A multipart body is the object's serializer, as addMultipartPart fills it.
+                if let parts = p["multipart"] { try addMultipartParts(parts, to: r) }
                 // Unlike sendWithFile (whose file makes a POST a PUT), an upload keeps its method.
                 r.keepsMethodWithFile = true
                 _ = try r.send(body: body, timeout: try p.optionalSeconds("timeout") ?? 0, call: nil)

@@ -25,7 +25,7 @@ const tls = require('node:tls');
 const { LineDecoder, encode } = require('./framing');
 const { defaultSocketPath } = require('./socket-path');
 const { download } = require('./download');
-const { upload, serverDownload } = require('./transfers');
+const { upload, serverDownload, multipartPart } = require('./transfers');
 const { RemoteSocket } = require('./socket');
 const { Interceptor, isServerRequest, methodNotFound, eventsFor } = require('./intercept');
 
@@ -43,16 +43,6 @@ const FETCH_OPTIONS = new Set([
   'pinnedPublicKey', 'subscribe',
 ]);
 
-/** A multipart part on the wire: `data` (bytes) becomes `dataBase64`; the rest goes as it is. */
-function multipartPart(part) {
-  if (part === null || typeof part !== 'object' || Array.isArray(part)) {
-    throw new TypeError('a multipart part is an object {name, value} or {name, filename?, contentType?, data | dataBase64 | path}');
-  }
-  const { data, ...rest } = part;
-  if (data === undefined) return rest;
-  if (!(data instanceof Uint8Array)) throw new TypeError('a multipart part\'s data is a Buffer or a Uint8Array');
-  return { ...rest, dataBase64: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') };
-}
 const FETCH_ANSWER_EXTRA = 5; // seconds more for fetch's answer to come after the transfer's limit
 const RETRY_MAX_DELAY = 30; // seconds: the server's default maxDelay of a retry policy
 

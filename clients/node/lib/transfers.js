@@ -60,13 +60,21 @@ async function runTransfer(client, method, params, { onProgress, timeout } = {})
   }
 }
 
-/** upload: `options.path` (below --upload-root) or `options.data` (string or bytes). */
+/**
+ * upload: `options.path` (below --upload-root), `options.data` (string or bytes) or
+ * `options.multipart` (parts as fetch takes them).
+ */
 function upload(client, url, options = {}) {
   const params = transferParams('upload', url, options);
-  const { path, data, method } = options;
-  if ((path === undefined) === (data === undefined)) throw new TypeError('upload: give one of path or data');
+  const { path, data, multipart, method } = options;
+  if ([path, data, multipart].filter((x) => x !== undefined).length !== 1) {
+    throw new TypeError('upload: give one of path, data or multipart');
+  }
   if (path !== undefined) params.path = path;
-  else params.dataBase64 = Buffer.from(data).toString('base64');
+  else if (multipart !== undefined) {
+    if (!Array.isArray(multipart)) throw new TypeError('upload: multipart is an array of parts');
+    params.multipart = multipart.map(multipartPart);
+  } else params.dataBase64 = Buffer.from(data).toString('base64');
   if (method !== undefined) params.method = method;
   return runTransfer(client, 'upload', params, options);
 }
@@ -80,4 +88,15 @@ function serverDownload(client, url, path, options = {}) {
   return runTransfer(client, 'download', params, options);
 }
 
-module.exports = { upload, serverDownload };
+/** A multipart part on the wire: `data` (bytes) becomes `dataBase64`; the rest goes as it is. */
+function multipartPart(part) {
+  if (part === null || typeof part !== 'object' || Array.isArray(part)) {
+    throw new TypeError('a multipart part is an object {name, value} or {name, filename?, contentType?, data | dataBase64 | path}');
+  }
+  const { data, ...rest } = part;
+  if (data === undefined) return rest;
+  if (!(data instanceof Uint8Array)) throw new TypeError('a multipart part\'s data is a Buffer or a Uint8Array');
+  return { ...rest, dataBase64: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') };
+}
+
+module.exports = { upload, serverDownload, multipartPart };

@@ -44,6 +44,21 @@ describe('Client#upload and Client#serverDownload', () => {
     assert.deepEqual(await c.call('list'), []);
   });
 
+  it('uploads multipart parts, a file part read from the upload root', BOUNDED, async (t) => {
+    const c = await closing(t, env.server.connect());
+    const data = patternBytes(70001, 8);
+    fs.writeFileSync(path.join(up, 'm.bin'), data);
+    const seen = [];
+    const r = await c.upload(env.upstream.url('/echo'), {
+      multipart: [{ name: 'a', value: 'b' }, { name: 'f', filename: 'm.bin', path: 'm.bin' }, { name: 'g', data: Buffer.from('xyz') }],
+      onProgress: (p) => seen.push(p),
+    });
+    assert.equal(r.status, 200);
+    assert.ok(seen.at(-1).totalBytesWritten > data.length);
+    assert.throws(() => c.upload(env.upstream.url('/echo'), { data: 'x', multipart: [] }), TypeError);
+    assert.deepEqual(await c.call('list'), []);
+  });
+
   it('has the server write a download byte-exact, 0600, with progress to the callback', BOUNDED, async (t) => {
     const c = await closing(t, env.server.connect());
     const n = 250007;

@@ -25,7 +25,7 @@ CAROL = {"name": "carol", "token": "carol-" + "c" * 40, "admin": True}
 # someone else's handle fails for the handle, not for a missing argument.
 SAMPLE = {
     "method": "GET", "header": "X-Test", "value": "v", "key": "k", "enabled": True, "data": "",
-    "path": "nothing.txt", "host": "127.0.0.1", "port": 3128, "cert": "c.pem",
+    "path": "nothing.txt", "name": "n", "host": "127.0.0.1", "port": 3128, "cert": "c.pem",
     "sha256": "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "maxAttempts": 2,
 }
 

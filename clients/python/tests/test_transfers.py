@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from support import ServerTestCase, XhrpcServer, pattern
+from tests.test_fetch_serializers import parse_multipart
 from xhrpc import AsyncClient, RPCError
 
 N = 300_001
@@ -331,6 +332,37 @@ class Upload(TransferCase):
         self.assertEqual((echo["method"], base64.b64decode(echo["bodyBase64"])), ("PUT", data))
         self.assertEqual(echo["headers"]["x-up"], "1")
 
+    def test_multipart_parts_with_a_file_from_the_upload_root(self):
+        data = pattern.pattern_bytes(self.SIZE, 7)
+        with open(os.path.join(self.roots.up, "part.bin"), "wb") as f:
+            f.write(data)
+        echo, progress = self.echo_of({"request": self.name(), "url": self.upstream.url("/echo"), "multipart": [
+            {"name": "title", "value": "h\u00e9llo"},
+            {"name": "file", "filename": "part.bin", "contentType": "application/x-test", "path": "part.bin"}]})
+        self.assertEqual(echo["method"], "POST")
+        body = base64.b64decode(echo["bodyBase64"])
+        parts = parse_multipart(echo["headers"]["content-type"], body)
+        self.assertEqual([(p[0], p[1], p[4]) for p in parts],
+                         [("title", None, "h\u00e9llo".encode()), ("file", "part.bin", data)])
+        self.assertEqual(parts[1][2], "application/x-test")
+        self.assertEqual(progress[-1]["totalBytesWritten"], len(body))
+
+    def test_exactly_one_body(self):
+        for extra in ({}, {"dataBase64": "", "multipart": [{"name": "a", "value": "b"}]},
+                      {"path": "x", "dataBase64": ""}, {"multipart": []}):
+            with self.subTest(extra=extra):
+                with self.assertRaises(RPCError) as e:
+                    self.c.call("upload", dict({"url": self.upstream.url("/echo")}, **extra))
+                self.assertEqual(e.exception.code, -32602)
+        self.assertEqual(self.c.call("list"), [])
+
+    def test_a_multipart_part_escaping_the_upload_root_is_refused(self):
+        with self.assertRaises(RPCError) as e:
+            self.c.call("upload", {"url": self.upstream.url("/echo"),
+                                   "multipart": [{"name": "f", "path": "../outside/victim"}]})
+        self.assertEqual((e.exception.code, e.exception.reason), (-32602, "path_not_allowed"))
+        self.assertEqual(self.c.call("list"), [])
+
     def test_escaping_path_is_refused(self):
         for rel in ("../outside/victim", "link-out", self.roots.outside + "/victim"):
             with self.subTest(rel=rel):
@@ -345,6 +377,10 @@ class Upload(TransferCase):
         r = self.c.upload(self.upstream.url("/echo"), data=data, on_progress=seen.append)
         self.assertEqual(r["status"], 200)
         self.assertEqual(seen[-1]["totalBytesWritten"], len(data))
+        r = self.c.upload(self.upstream.url("/echo"), multipart=[{"name": "a", "value": "b"}])
+        self.assertEqual(r["status"], 200)
+        with self.assertRaises(TypeError):
+            self.c.upload(self.upstream.url("/echo"), data=b"x", multipart=[{"name": "a", "value": "b"}])
         seen = []
         r = self.c.server_download(self.upstream.url("/ranged/%d?seed=2" % N), "helper/x.bin", on_progress=seen.append)
         self.assertEqual((r["status"], r["path"]), (200, "helper/x.bin"))

@@ -778,10 +778,11 @@ class AsyncClient:
                      data: Optional[Data] = None, method: str = "POST",
                      headers: Optional[Mapping[str, str]] = None, request: Optional[str] = None,
                      on_progress: Optional[TransferProgressCallback] = None,
-                     timeout: Optional[float] = None) -> Dict[str, Any]:
+                     timeout: Optional[float] = None,
+                     multipart: Optional[Iterable[MultipartPart]] = None) -> Dict[str, Any]:
         """As ``Client.upload``; ``on_progress`` may be a coroutine function."""
         name = request or _transfer_handle("upload")
-        params = _transfer_params(name, url, headers, timeout, method=method, **_upload_body(path, data))
+        params = _transfer_params(name, url, headers, timeout, method=method, **_upload_body(path, data, multipart))
         return await self._run_transfer("upload", params, on_progress, timeout, None)
 
     async def server_download(self, url: str, path: str, headers: Optional[Mapping[str, str]] = None,

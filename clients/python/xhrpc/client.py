@@ -718,11 +718,14 @@ def _transfer_params(name: str, url: str, headers: Optional[Mapping[str, str]],
     return params
 
 
-def _upload_body(path: Optional[Union[str, "os.PathLike[str]"]], data: Optional[Data]) -> Dict[str, Any]:
-    if (path is None) == (data is None):
-        raise TypeError("upload: give one of path (below the server's --upload-root) or data")
+def _upload_body(path: Optional[Union[str, "os.PathLike[str]"]], data: Optional[Data],
+                 multipart: Optional[Iterable[MultipartPart]] = None) -> Dict[str, Any]:
+    if sum(x is not None for x in (path, data, multipart)) != 1:
+        raise TypeError("upload: give one of path (below the server's --upload-root), data or multipart")
     if path is not None:
         return {"path": os.fspath(path)}
+    if multipart is not None:
+        return {"multipart": [dict(part) for part in multipart]}
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(cast(Any, data))
     return {"dataBase64": base64.b64encode(raw).decode("ascii")}
 
@@ -1695,10 +1698,12 @@ class Client:
                data: Optional[Data] = None, method: str = "POST",
                headers: Optional[Mapping[str, str]] = None, request: Optional[str] = None,
                on_progress: Optional[TransferProgressCallback] = None,
-               timeout: Optional[float] = None) -> Dict[str, Any]:
-        """Send a file the server reads (``path``, below its ``--upload-root``) or
-        ``data`` (bytes, or text as UTF-8) with the server's ``upload`` method; wait
-        for DONE and return ``{"request", "status", "statusText"}``.
+               timeout: Optional[float] = None,
+               multipart: Optional[Iterable[MultipartPart]] = None) -> Dict[str, Any]:
+        """Send a file the server reads (``path``, below its ``--upload-root``),
+        ``data`` (bytes, or text as UTF-8) or ``multipart`` parts (as ``fetch`` takes
+        them) with the server's ``upload`` method; wait for DONE and return
+        ``{"request", "status", "statusText"}``.
 
         ``on_progress(params)`` gets each ``onProgress`` of this request (its
         ``totalBytesWritten``, ``totalBytesExpectedToWrite``, ...).  The request object
@@ -1707,7 +1712,7 @@ class Client:
         raises ``RPCError`` with reason ``path_not_allowed``.
         """
         name = request or _transfer_handle("upload")
-        params = _transfer_params(name, url, headers, timeout, method=method, **_upload_body(path, data))
+        params = _transfer_params(name, url, headers, timeout, method=method, **_upload_body(path, data, multipart))
         return self._run_transfer("upload", params, on_progress, timeout, None)
 
     def server_download(self, url: str, path: str, headers: Optional[Mapping[str, str]] = None,
