@@ -297,6 +297,19 @@ class NTLMTest(ServerTestCase):
         self.assertEqual([(e["authorization"], e["status"]) for e in log], [("NTLM", 401), ("NTLM", 200)], log)
         self.assertEqual(len({e["connection"] for e in log}), 1, log)
 
+    def test_a_stored_credential_answers_the_ntlm_challenge(self):
+        port = int(self.ntlm.url("/").split(":")[2].split("/")[0])
+        self.c.credentials_set("127.0.0.1", self.ntlm.user, self.ntlm.password, port=port, scheme="http")
+        self.addCleanup(self.c.credentials_remove, "127.0.0.1", port=port, scheme="http")
+        before = len(self.ntlm.log())
+        summary, body = exchange(self.c, "GET", self.ntlm.url("/ntlm"))
+        self.assertEqual(summary["status"], 200, summary)
+        self.assertEqual(json.loads(body)["user"], self.ntlm.user)
+        # Nothing sent before the challenge; then the NTLM handshake of the second attempt.
+        log = self.ntlm.log()[before:]
+        self.assertEqual([(e["authorization"], e["status"]) for e in log],
+                         [(None, 401), ("NTLM", 401), ("NTLM", 200)], log)
+
     def test_a_wrong_password_is_refused(self):
         summary, _ = exchange(self.c, "GET", self.ntlm.url("/ntlm"), open_params={
             "user": self.ntlm.user, "password": "not-" + self.ntlm.password, "auth": "NTLM"})
@@ -339,6 +352,16 @@ class NegotiateTest(unittest.TestCase):
         # Negotiate alone: libcurl sends the token with the first request, no 401 first.
         log = peer_log(self.peer)[before:]
         self.assertEqual([(e["authorization"], e["status"]) for e in log], [("Negotiate", 200)], log)
+
+    def test_a_stored_negotiate_credential_answers_the_challenge(self):
+        self.c.credentials_set("localhost", "-", "-", port=self.peer.port, scheme="http", auth="NEGOTIATE")
+        self.addCleanup(self.c.credentials_remove, "localhost", port=self.peer.port, scheme="http")
+        before = len(peer_log(self.peer))
+        summary, body = exchange(self.c, "GET", self.url("/krb"))
+        self.assertEqual(summary["status"], 200, summary)
+        self.assertEqual(json.loads(body)["user"], self.realm.principal)
+        log = peer_log(self.peer)[before:]
+        self.assertEqual([(e["authorization"], e["status"]) for e in log], [(None, 401), ("Negotiate", 200)], log)
 
     def test_an_empty_user_is_the_same_as_none(self):
         summary, body = exchange(self.c, "GET", self.url("/krb"), open_params={"auth": "NEGOTIATE", "user": "",
