@@ -1,3 +1,7 @@
+// SOCK_STREAM and the other socket constants: with Glibc alone this file stopped
+// finding them (Swift 6.3.1) once the test module gained files that import EventLoop;
+// importing libuv's module and EventLoop by name, as Sources/EventLoop does, keeps them.
+import CUV
 #if canImport(Glibc)
 import Glibc
 #endif

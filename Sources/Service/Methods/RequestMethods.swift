@@ -20,6 +20,15 @@ extension Server {
         return r
     }
 
+    /// The transfer `pause` and `resume` name: a request object of the principal's, or
+    /// a `fetch` in flight on the calling connection (its handle is in no table).
+    func transfer(_ call: RPCCall) throws(RPCError) -> HTTPRequest {
+        let s = try session(call)
+        let name = try call.params.string("request")
+        if let f = s.fetches.values.first(where: { $0.handle == name }) { return f }
+        return try request(call)
+    }
+
     /// The handle of a new object of `kind`: the client's `name`, checked and free among
     /// the principal's objects of every kind, or a generated one.
     func newHandle(for s: ClientSession, named name: String?, kind: String) throws(RPCError) -> String {
@@ -143,13 +152,13 @@ extension Server {
             return .object(o)
         }
 
-        onRequest("pause") { r, _ in
-            try r.pause()
-            return true
+        registry.register("pause", params: ["request"]) { [unowned self] call in
+            try transfer(call).pause()
+            return .result(true)
         }
-        onRequest("resume") { r, _ in
-            try r.resume()
-            return true
+        registry.register("resume", params: ["request"]) { [unowned self] call in
+            try transfer(call).resume()
+            return .result(true)
         }
 
         onRequest("setRetryPolicy", params: ["maxAttempts", "initialDelay?", "maxDelay?", "retryOn?"]) { r, call in

@@ -252,6 +252,47 @@ class AsyncPause(PauseCase):
         paused, reason, body = asyncio.run(asyncio.wait_for(main(), 60))
         self.assertEqual((paused, reason, body), (True, "unknown_handle", pattern.pattern_bytes(300, 0)))
 
+    def test_a_fetch_in_flight_is_paused_by_its_handle(self):
+        from xhrpc.aio import AsyncClient
+        n = 3000
+
+        async def main():
+            async with await AsyncClient.connect_unix(self.server.socket_path) as c:
+                task = asyncio.ensure_future(c.fetch(self.url("/drip/%d?seed=6&chunk=30&delay=10" % n),
+                                                     request="f1", subscribe=True, response_type="base64"))
+                first = await c.wait_notification(lambda m: m["method"] == "onProgress"
+                                                  and m["params"]["request"] == "f1"
+                                                  and m["params"]["totalBytesReceived"] > 0, timeout=30)
+                await c.pause("f1")
+                state_before = (await c.call("list"))  # fetches are not listed: still []
+                await asyncio.sleep(0.05)
+                # Drop what was said before the pause took effect, then watch a window.
+                while True:
+                    try:
+                        await c.wait_notification(lambda m: m["params"].get("request") == "f1", timeout=0.05)
+                    except TimeoutError:
+                        break
+                heard = 0
+                for _ in range(POLLS):
+                    try:
+                        await c.wait_notification(lambda m: m["method"] == "onProgress"
+                                                  and m["params"]["request"] == "f1", timeout=POLL_GAP)
+                        heard += 1
+                    except TimeoutError:
+                        pass
+                done_while_paused = task.done()
+                await c.resume("f1")
+                result = await asyncio.wait_for(task, 30)
+                with self.assertRaises(RPCError) as e:
+                    await c.pause("f1")  # over: no such transfer any more
+                return first, state_before, heard, done_while_paused, result, e.exception.reason
+
+        first, listed, heard, done_while_paused, result, reason = asyncio.run(asyncio.wait_for(main(), 60))
+        self.assertLess(first["params"]["totalBytesReceived"], n)
+        self.assertEqual((listed, heard, done_while_paused), ([], 0, False))
+        self.assertEqual(base64.b64decode(result["body"]), pattern.pattern_bytes(n, 6))
+        self.assertEqual((result["status"], result["request"], reason), (200, "f1", "unknown_handle"))
+
 
 if __name__ == "__main__":
     import unittest
