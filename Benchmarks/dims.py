@@ -15,6 +15,7 @@ import binascii
 import fcntl
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -362,6 +363,8 @@ async def _upstream_main(port_file, backlog):
                         state["current"] -= 1
                     state["served"] += 1
                     await respond(w, 200, SLOW_BODY)
+                if head.split(b"\r\n", 1)[0].endswith(b"HTTP/1.0"):
+                    break  # http_get's requests: it reads to the end of the connection
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
@@ -559,9 +562,12 @@ def dim_inflight(b):
     b.out(f"inflight probe held   {latency_text(r['held'])}")
     b.out(f"inflight event_loop_lag p99 while held {le_text(r['lag_le'])} ({r['lag_n']} samples, /metrics)")
     if r["held"] and r["idle"]:
-        ratio = percentile(r["held"], 99) / percentile(r["idle"], 99)
-        b.out(f"inflight probe p99 held/idle ratio {ratio:.2f}")
+        idle99 = percentile(r["idle"], 99)
+        ramp = f", ramp/idle {percentile(r['ramp_samples'], 99) / idle99:.2f}" if r["ramp_samples"] else ""
+        b.out(f"inflight probe p99 ratio held/idle {percentile(r['held'], 99) / idle99:.2f}{ramp}")
         b.figure("inflight.probe_p99_ms", percentile(r["held"], 99) * 1000, "lower")
+    if r["ramp_samples"]:
+        b.figure("inflight.ramp_probe_max_ms", max(r["ramp_samples"]) * 1000, "lower")
     b.figure("inflight.rss_per_request_kib", per_req, "lower")
     if r["ok"] != count or r["errors"]:
         raise BenchError(f"inflight: {r['ok']} of {count} fetches answered 200, errors {r['errors']}")
@@ -573,7 +579,8 @@ def dim_inflight(b):
 
 def dim_nonreader(b):
     calls = 100000
-    server = b.start_xhrpcd("nonreader")
+    # notice: the server logs why it closes a connection, with the bytes it had queued.
+    server = b.start_xhrpcd("nonreader", log_level="notice")
     try:
         prober = Prober(server.sock)
         prober.start()
@@ -584,6 +591,7 @@ def dim_nonreader(b):
         flood.settimeout(0.2)
         payload = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"rpc.discover"}\n' % i for i in range(1, calls + 1))
         sent = [0]
+        write_error = []
         limit = 10.0 if b.quick else 20.0
 
         def writer():
@@ -594,7 +602,8 @@ def dim_nonreader(b):
                     sent[0] += flood.send(view[sent[0]:sent[0] + 65536])
                 except socket.timeout:
                     continue
-                except OSError:
+                except OSError as e:
+                    write_error.append(e)
                     break
 
         w = threading.Thread(target=writer, daemon=True)
@@ -621,13 +630,18 @@ def dim_nonreader(b):
         # Read what the flood was sent for a bounded time and check it: results in order.
         flood.settimeout(1.0)
         buf, expect, checked = bytearray(), 1, 0
+        read_end = "the reading time ran out"
         t_read = time.monotonic() + (2.0 if b.quick else 5.0)
         while time.monotonic() < t_read:
             try:
                 chunk = flood.recv(1 << 20)
             except socket.timeout:
                 break
+            except OSError as e:
+                read_end = f"the server closed the connection ({e.strerror})"
+                break
             if not chunk:
+                read_end = "the server closed the connection"
                 break
             buf += chunk
             while True:
@@ -646,17 +660,25 @@ def dim_nonreader(b):
         hwm = proc_status_kib(server.pid, "VmHWM")
     finally:
         b.stop_xhrpcd(server)
+    with open(server.log.name, errors="replace") as f:
+        closes = [ln.strip() for ln in f if "not reading" in ln]
     b.out(f"nonreader wrote {sent[0] / MiB:.1f} MiB ({sent[0] * calls // len(payload)} of {calls} calls) in "
-          f"{end_write:.1f} s without reading; replies checked afterwards: {checked} (in order)")
+          f"{end_write:.1f} s without reading"
+          f"{'; writing ended with ' + str(write_error[0]) if write_error else ''}; then read {checked} replies "
+          f"(checked, in order) until {read_end}")
     b.out(f"nonreader xhrpcd RSS idle {idle_rss / 1024:.1f} MiB, peak sampled {rss_peak[0] / 1024:.1f} MiB, "
           f"VmHWM {hwm / 1024:.1f} MiB, at the end {rss_now / 1024:.1f} MiB; "
           f"{queued_client / MiB:.1f} MiB waiting in the client's socket")
+    queued = re.search(r"(\d+) bytes queued", closes[0]) if closes else None
+    b.out("nonreader server closed the flood: " + (f"{int(queued.group(1)) / MiB:.1f} MiB queued for it "
+          f"({closes[0][closes[0].find('client is'):][:120]})" if queued else "no such close in its log"))
     b.out(f"nonreader probe idle   {latency_text(idle)}")
     b.out(f"nonreader probe flood  {latency_text(loaded)}")
     b.out(f"nonreader probe after closing the flood {ms(after)} ms")
     if loaded and idle:
         b.out(f"nonreader probe p99 flood/idle ratio {percentile(loaded, 99) / percentile(idle, 99):.2f}")
         b.figure("nonreader.probe_p99_ms", percentile(loaded, 99) * 1000, "lower")
+        b.figure("nonreader.probe_max_ms", max(loaded) * 1000, "lower")
     b.figure("nonreader.peak_rss_mib", hwm / 1024, "lower")
 
 

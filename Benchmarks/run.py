@@ -174,18 +174,18 @@ class Bench:
     def figure(self, name, value, better):
         self.figures[name] = (value, better)
 
-    def xhrpcd_command(self, sock, flags=()):
+    def xhrpcd_command(self, sock, flags=(), log_level=None):
         # nginx and the other upstreams listen on loopback, which the default egress
         # policy denies.
-        return [self.xhrpcd, "--listen", f"unix:{sock}", "--log-level", self.args.server_log_level,
+        return [self.xhrpcd, "--listen", f"unix:{sock}", "--log-level", log_level or self.args.server_log_level,
                 "--allow", "127.0.0.1", *flags]
 
-    def start_xhrpcd(self, label, flags=(), metrics=False):
+    def start_xhrpcd(self, label, flags=(), metrics=False, log_level=None):
         sock = os.path.join(self.tmp, f"{label}.sock")
         metrics_port = free_port() if metrics else None
         extra = list(flags) + (["--http-listen", f"tcp:127.0.0.1:{metrics_port}"] if metrics else [])
         log = open(os.path.join(self.tmp, f"xhrpcd-{label}.log"), "wb")
-        proc = subprocess.Popen(self.xhrpcd_command(sock, extra), stdin=subprocess.DEVNULL, stdout=log,
+        proc = subprocess.Popen(self.xhrpcd_command(sock, extra, log_level), stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT)
         server = Server(proc, sock, log, metrics_port)
         self.started.append(server)
