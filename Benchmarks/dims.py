@@ -10,7 +10,6 @@ Figures only; a dimension raises `BenchError` when a response is wrong.
 """
 
 import asyncio
-import base64
 import binascii
 import fcntl
 import json
@@ -694,7 +693,8 @@ def _time_to_accept(cmd, family, address, deadline=10.0):
             return proc, time.monotonic() - t0
         except OSError:
             if proc.poll() is not None or time.monotonic() - t0 > deadline:
-                proc.kill() if proc.poll() is None else None
+                if proc.poll() is None:
+                    proc.kill()
                 proc.wait()
                 raise BenchError(f"{cmd[0]} did not accept within {deadline} s (status {proc.returncode})")
             time.sleep(0.0002)
@@ -734,7 +734,7 @@ def dim_startup(b):
 
 # ---- 5. the Python client against aiohttp -----------------------------------------------
 
-async def _py_load(kind, sock, url, inflight, seconds, warmup, body_bytes):
+async def _py_load(kind, sock, url, inflight, seconds, warmup, body_bytes, server_pid):
     done = {"n": 0, "errors": 0, "first_error": None}
     counting = asyncio.Event()
     stop = asyncio.Event()
@@ -768,17 +768,18 @@ async def _py_load(kind, sock, url, inflight, seconds, warmup, body_bytes):
 
     tasks = [asyncio.ensure_future(worker()) for _ in range(inflight)]
     await asyncio.sleep(warmup)
-    cpu0 = self_cpu_seconds()
+    cpu0, server0 = self_cpu_seconds(), cpu_seconds(server_pid)
     t0 = time.monotonic()
     counting.set()
     await asyncio.sleep(seconds)
     stop.set()
     elapsed = time.monotonic() - t0
-    cpu = self_cpu_seconds() - cpu0
+    cpu, server_cpu = self_cpu_seconds() - cpu0, cpu_seconds(server_pid) - server0
     await asyncio.wait_for(asyncio.gather(*tasks), 10)
     await client.close()
     return {"rate": done["n"] / elapsed, "count": done["n"], "errors": done["errors"],
-            "first_error": done["first_error"], "client_cpu_us": cpu / max(1, done["n"]) * 1e6, "seconds": elapsed}
+            "first_error": done["first_error"], "client_cpu_us": cpu / max(1, done["n"]) * 1e6,
+            "server_cpu_us": server_cpu / max(1, done["n"]) * 1e6, "seconds": elapsed}
 
 
 def dim_python(b):
@@ -795,9 +796,8 @@ def dim_python(b):
     try:
         for _ in range(rounds):
             for kind in ("aiohttp", "xhrpc"):
-                s0 = cpu_seconds(server.pid)
                 out = subprocess.run([sys.executable, os.path.abspath(__file__), "py-load", kind, server.sock,
-                                      f"{b.url_base}/1k", "64", str(seconds), str(warmup), "1024"],
+                                      f"{b.url_base}/1k", "64", str(seconds), str(warmup), "1024", str(server.pid)],
                                      capture_output=True, text=True, timeout=seconds + warmup + 60)
                 if out.returncode != 0:
                     raise BenchError(f"python {kind}: {out.stderr.strip()[-500:]}")
@@ -807,7 +807,7 @@ def dim_python(b):
                 figs[kind].append(r["rate"])
                 cpus[kind].append(r["client_cpu_us"])
                 if kind == "xhrpc":
-                    cpus["server"].append((cpu_seconds(server.pid) - s0) / max(1, r["count"]) * 1e6)
+                    cpus["server"].append(r["server_cpu_us"])
     finally:
         b.stop_xhrpcd(server)
     x, a = statistics.median(figs["xhrpc"]), statistics.median(figs["aiohttp"])
@@ -841,8 +841,9 @@ def main(argv):
         asyncio.run(_upstream_main(a.port_file, a.backlog))
         return 0
     if argv[:1] == ["py-load"]:
-        kind, sock, url, inflight, seconds, warmup, body = argv[1:8]
-        r = asyncio.run(_py_load(kind, sock, url, int(inflight), float(seconds), float(warmup), int(body)))
+        kind, sock, url, inflight, seconds, warmup, body, server_pid = argv[1:9]
+        r = asyncio.run(_py_load(kind, sock, url, int(inflight), float(seconds), float(warmup), int(body),
+                                 int(server_pid)))
         print(json.dumps(r))
         return 0
     print("usage: dims.py slow-upstream|py-load ... (run.py imports the rest)", file=sys.stderr)
