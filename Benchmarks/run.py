@@ -352,6 +352,10 @@ def main():
                     server.log.close()
                 b.started.clear()
         print(f"run.py: load average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        # The figures as README.md's ```figures block holds them, to record a run.
+        print("run.py: figures (name, value, which way is better):")
+        for name, (value, better) in b.figures.items():
+            print(f"{name} {value:.4g} {better}")
         if args.check:
             print_check(b.figures)
         if failed:
