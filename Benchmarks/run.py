@@ -280,12 +280,12 @@ def print_check(figures):
     for name, (value, better) in figures.items():
         old = recorded.get(name)
         if old is None or old == 0:
-            print(f"check: {name:<36} {'-':>9} {value:>10.2f}   (nothing recorded)")
+            print(f"check: {name:<36} {'-':>9} {value:>10.4g}   (nothing recorded)")
             continue
         change = (value - old) / old
         worse = change < -WORSE if better == "higher" else change > WORSE
         flagged += worse
-        print(f"check: {name:<36} {old:>9.2f} {value:>10.2f} {change * 100:+7.0f}%"
+        print(f"check: {name:<36} {old:>9.4g} {value:>10.4g} {change * 100:+7.0f}%"
               f"{'   WORSE (' + better + ' is better)' if worse else ''}")
     print(f"check: {flagged} figure{'' if flagged == 1 else 's'} more than {WORSE * 100:.0f}% worse than recorded "
           f"(load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; a busy machine explains some)")
