@@ -206,16 +206,26 @@ def lag_histogram(port):
     return buckets
 
 
-def histogram_p99(before, after):
-    """The upper bound of the bucket holding the 99th percentile of after − before."""
+def histogram_bound(before, after, fraction):
+    """The upper bound of the bucket holding that fraction of the samples of after −
+    before (1.0: the largest sample's bucket), or None without samples."""
+    return histogram_bound_and_count(before, after, fraction)[0]
+
+
+def histogram_bound_and_count(before, after, fraction):
     delta = sorted((le, after.get(le, 0) - before.get(le, 0)) for le in after)
     total = delta[-1][1] if delta else 0
     if total <= 0:
         return None, 0
     for le, count in delta:
-        if count >= 0.99 * total:
+        if count >= fraction * total:
             return le, int(total)
     return float("inf"), int(total)
+
+
+def histogram_p99(before, after):
+    """The upper bound of the bucket holding the 99th percentile, and the sample count."""
+    return histogram_bound_and_count(before, after, 0.99)
 
 
 def le_text(le):
@@ -482,6 +492,7 @@ def _inflight_run(b, upstream_port, count, flags, label, hold):
         idle_rss = proc_status_kib(server.pid, "VmRSS")
         idle = prober.window(1.0 if b.quick else 2.0)
         url = f"http://127.0.0.1:{upstream_port}/hold"
+        lag_start = lag_histogram(server.metrics_port)
         t0 = time.monotonic()
         lines = _fire_fetches(server.sock, url, count, 16)
         collector = _Collector(lines, time.monotonic() + 180)
@@ -505,6 +516,8 @@ def _inflight_run(b, upstream_port, count, flags, label, hold):
         prober.recording.clear()
         ramp_samples = list(prober.samples)
         lag0 = lag_histogram(server.metrics_port)
+        ramp_le, ramp_n = histogram_p99(lag_start, lag0)
+        ramp_max = histogram_bound(lag_start, lag0, 1.0)
         held = prober.window(hold)
         lag1 = lag_histogram(server.metrics_port)
         rss = proc_status_kib(server.pid, "VmRSS")
@@ -524,16 +537,18 @@ def _inflight_run(b, upstream_port, count, flags, label, hold):
     lag_le, lag_n = histogram_p99(lag0, lag1)
     return {"idle": idle, "ramp": ramp, "ramp_samples": ramp_samples, "held": held, "rss": rss, "idle_rss": idle_rss,
             "hwm": hwm, "peak": stats["peak"], "ok": collector.ok, "errors": dict(collector.errors),
-            "drain": drain, "lag_le": lag_le, "lag_n": lag_n}
+            "drain": drain, "lag_le": lag_le, "lag_n": lag_n,
+            "ramp_lag_le": ramp_le, "ramp_lag_n": ramp_n, "ramp_lag_max": ramp_max}
 
 
 def dim_inflight(b):
     count = 10000
     soft, hard = raise_nofile()
     backlog = 4096
-    up = subprocess.Popen([sys.executable, os.path.abspath(__file__), "slow-upstream",
-                           "--backlog", str(backlog), "--port-file", os.path.join(b.tmp, "slow.port")],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=open(os.path.join(b.tmp, "slow.log"), "wb"))
+    with open(os.path.join(b.tmp, "slow.log"), "wb") as log:
+        up = subprocess.Popen([sys.executable, os.path.abspath(__file__), "slow-upstream",
+                               "--backlog", str(backlog), "--port-file", os.path.join(b.tmp, "slow.port")],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
     try:
         if up.stdout.readline().strip() != b"listening":
             raise BenchError("slow upstream did not start")
@@ -547,7 +562,6 @@ def dim_inflight(b):
         flags = ["--limit", f"transfers={count}", "--limit", f"requests={count * 2}",
                  "--max-connections", "4096"]
         r = _inflight_run(b, port, count, flags, "inflight", 2.0 if b.quick else 5.0)
-        cpu_note = ""
     finally:
         up.send_signal(signal.SIGTERM)
         try:
@@ -558,13 +572,15 @@ def dim_inflight(b):
     per_req = (r["rss"] - r["idle_rss"]) / count
     b.out(f"inflight flags: {' '.join(flags)}")
     b.out(f"inflight {r['peak']} concurrent at the upstream (of {count}); all in flight after {r['ramp']:.1f} s; "
-          f"{r['ok']} answered 200 within {r['drain']:.1f} s of the release; errors {r['errors'] or 0}{cpu_note}")
+          f"{r['ok']} answered 200 within {r['drain']:.1f} s of the release; errors {r['errors'] or 0}")
     b.out(f"inflight RSS idle {r['idle_rss'] / 1024:.1f} MiB, in flight {r['rss'] / 1024:.1f} MiB, "
           f"peak {r['hwm'] / 1024:.1f} MiB: {per_req:.1f} KiB per request")
     b.out(f"inflight probe idle   {latency_text(r['idle'])}")
     b.out(f"inflight probe ramp   {latency_text(r['ramp_samples'])}")
     b.out(f"inflight probe held   {latency_text(r['held'])}")
-    b.out(f"inflight event_loop_lag p99 while held {le_text(r['lag_le'])} ({r['lag_n']} samples, /metrics)")
+    b.out(f"inflight event_loop_lag (/metrics) p99 while held {le_text(r['lag_le'])} ({r['lag_n']} samples); "
+          f"during the ramp p99 {le_text(r['ramp_lag_le'])}, largest {le_text(r['ramp_lag_max'])} "
+          f"({r['ramp_lag_n']} samples)")
     if r["held"] and r["idle"]:
         idle99 = percentile(r["idle"], 99)
         ramp = f", ramp/idle {percentile(r['ramp_samples'], 99) / idle99:.2f}" if r["ramp_samples"] else ""
