@@ -10,8 +10,9 @@ public struct ConnectionLimits: Sendable {
     /// Replies queued for a client that does not read: past this the connection is
     /// closed with a log line. It must exceed the largest single reply.
     public var maxOutboundBytes: Int = 64 << 20
-    /// Past this many queued bytes the connection stops reading new calls until the
-    /// client has read its replies: a pipelining client is slowed, not cut off.
+    /// Past this many queued bytes the connection stops running calls (the rest of a
+    /// read waits too) and stops reading until the client has read its replies: a
+    /// pipelining client is slowed, not cut off, and what it costs stays near this.
     public var pauseReadingBytes: Int = 4 << 20
 
     public init() {}
@@ -40,6 +41,11 @@ public final class RPCConnection: RPCPeer {
     private var collecting = false
     private var flushScheduledThisTurn = false
     private var readingPaused = false
+    /// Calls read but not yet run. The calls of one read stop running once the replies
+    /// waiting for the client pass `pauseReadingBytes`, and go on when it has read them
+    /// (`drained`): so a client that pipelines calls with large replies and does not
+    /// read holds the server to about that much, not to all of one read's replies.
+    private var backlog: ArraySlice<JSONStreamEvent> = []
     private var eofReceived = false
     private var deferredCalls = 0
     public private(set) var bytesIn: UInt64 = 0
@@ -88,24 +94,35 @@ public final class RPCConnection: RPCPeer {
     private func received(_ bytes: UnsafeRawBufferPointer) {
         bytesIn += UInt64(bytes.count)
         collecting = true
-        handle(decoder.feed(bytes))
+        handle(decoder.feed(bytes)[...])
         collecting = false
         flush()
+        runBacklog()
     }
 
     private func endOfInput() {
         eofReceived = true
         stream.stopReading()
         collecting = true
-        handle(decoder.finish())
+        handle(decoder.finish()[...])
         collecting = false
         flush()
         closeIfFinished()
     }
 
-    private func handle(_ events: [JSONStreamEvent]) {
-        for event in events {
+    private func handle(_ events: ArraySlice<JSONStreamEvent>) {
+        var rest = events
+        while let event = rest.first {
             guard isOpen else { return }
+            if outBuffer.count + stream.pendingWriteBytes > limits.pauseReadingBytes {
+                backlog = rest
+                if !readingPaused, !eofReceived {
+                    readingPaused = true
+                    stream.stopReading()
+                }
+                return
+            }
+            rest = rest.dropFirst()
             switch event {
             case .value(let v):
                 dispatcher.dispatch(v, from: self)
@@ -129,7 +146,7 @@ public final class RPCConnection: RPCPeer {
     /// before refusing a client for a connection limit, so connections whose clients
     /// have gone are not counted against a live one.
     public func endIfPeerClosed() -> Bool {
-        guard isOpen, started, !eofReceived, stream.peerHasClosed else { return !isOpen }
+        guard isOpen, started, !eofReceived, backlog.isEmpty, stream.peerHasClosed else { return !isOpen }
         endOfInput()
         return !isOpen
     }
@@ -170,7 +187,25 @@ public final class RPCConnection: RPCPeer {
         }
     }
 
+    /// Runs the calls held back (`backlog`) while their replies go straight to the
+    /// kernel; stops once some wait, for `drained` to call it again.
+    private func runBacklog() {
+        while !backlog.isEmpty, isOpen, stream.pendingWriteBytes == 0 {
+            let events = backlog
+            backlog = []
+            collecting = true
+            handle(events)
+            collecting = false
+            flush()
+        }
+    }
+
     private func drained() {
+        if !backlog.isEmpty, isOpen {
+            runBacklog()
+            guard backlog.isEmpty else { return }
+            if eofReceived { closeIfFinished() }
+        }
         if readingPaused, isOpen, !eofReceived {
             readingPaused = false
             do { try stream.startReading(reader) } catch { close(reason: "cannot resume reading: \(error)") }
@@ -188,7 +223,7 @@ public final class RPCConnection: RPCPeer {
     /// A client that sent EOF still gets every reply; the connection ends when the last
     /// call it made has been answered and written.
     private func closeIfFinished() {
-        if eofReceived, deferredCalls == 0 { closeAfterFlush() }
+        if eofReceived, deferredCalls == 0, backlog.isEmpty { closeAfterFlush() }
     }
 
     private var closingAfterFlush = false

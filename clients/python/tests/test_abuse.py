@@ -142,6 +142,56 @@ class Abuse(ObjectTestCase):
         self.assertTrue(crawler.wait_closed(timeout=15))
         self.assertMemoryBounded("slow clients")
 
+    def send_until_the_server_stops_reading(self, sock, ask):
+        """Sends ``ask`` over and over without reading a reply until the socket has taken
+        nothing for 2 s (the server stopped reading), checking memory on the way; fails
+        if the server closes the connection. Returns the bytes sent."""
+        sock.setblocking(False)
+        sent = 0
+        deadline = time.monotonic() + 60
+        for rounds in range(1_000_000):
+            self.assertLess(time.monotonic(), deadline, "the server still read calls after 60 s")
+            _, writable, _ = select.select([], [sock], [], 2)
+            if not writable:
+                return sent
+            try:
+                sent += sock.send(ask * 16)
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                self.fail("the server closed a client that only did not read (%s, after %d bytes of calls)" % (e, sent))
+            if rounds % 1000 == 0:
+                self.assertLess((self.rss_kib() - self.rss_before) / 1024, self.RSS_GROWTH_LIMIT_MIB)
+        self.fail("a million sends and the socket never filled")
+
+    def test_a_client_that_never_reads_large_replies(self):
+        # rpc.discover's reply is about 150 KB: 1,500 such calls fit in one 64 KiB read
+        # and ask for 220 MB of replies. The server runs a read's calls only while less
+        # than 4 MiB of replies wait, so it neither closes the client at 64 MiB nor grows
+        # by what it asked for; every call is answered once it reads.
+        asks = 1500
+        lazy = socket.create_connection(("127.0.0.1", self.server.tcp_port), timeout=10)
+        self.addCleanup(lazy.close)
+        lazy.sendall(line(req("auth", 1, {"token": ALICE["token"]})) + line(req("rpc.discover", 2)) * asks)
+        time.sleep(1)  # room for a server that would run them all at once to do so
+        self.assertServing("while a client does not read large replies")
+        self.assertMemoryBounded("a client that never reads large replies")
+        answers = {1: 0, 2: 0}
+        buf = bytearray()
+        deadline = time.monotonic() + 120
+        lazy.settimeout(10)
+        while answers[2] < asks:
+            self.assertLess(time.monotonic(), deadline, "%d of %d answers within 120 s" % (answers[2], asks))
+            chunk = lazy.recv(1 << 22)
+            self.assertTrue(chunk, "closed after %d of %d answers" % (answers[2], asks))
+            buf += chunk
+            *lines, tail = buf.split(b"\n")
+            buf = bytearray(tail)
+            for raw in lines:
+                answers[json.loads(raw)["id"]] += 1
+        self.assertEqual(answers, {1: 1, 2: asks})
+        note("a client that did not read: %d rpc.discover calls in one write, all answered" % asks)
+
     def test_a_client_that_never_reads(self):
         # The server stops reading a connection's calls while more than 4 MiB of its
         # replies wait (RPCConnection's pauseReadingBytes) and closes it only past 64 MiB
@@ -158,25 +208,8 @@ class Abuse(ObjectTestCase):
         # Ask for the body again and again without reading a reply, until the socket has
         # taken nothing for 2 s: the server stopped reading (a server that kept reading
         # would make room again, and close the connection at 64 MiB of replies).
-        lazy.setblocking(False)
         ask = line(req("getReceiveBuffer", 5, {"request": "big"}))
-        sent = 0
-        deadline = time.monotonic() + 60
-        for rounds in range(1_000_000):
-            self.assertLess(time.monotonic(), deadline, "the server still read calls after 60 s")
-            _, writable, _ = select.select([], [lazy], [], 2)
-            if not writable:
-                break
-            try:
-                sent += lazy.send(ask * 16)
-            except BlockingIOError:
-                continue
-            except OSError as e:
-                self.fail("the server closed a client that only did not read (%s, after %d bytes of calls)" % (e, sent))
-            if rounds % 1000 == 0:
-                self.assertLess((self.rss_kib() - self.rss_before) / 1024, self.RSS_GROWTH_LIMIT_MIB)
-        else:
-            self.fail("a million sends and the socket never filled")
+        sent = self.send_until_the_server_stops_reading(lazy, ask)
         self.assertServing("while a client does not read")
         self.assertMemoryBounded("a client that never reads")
         with self.server.connect_as("carol") as admin:
