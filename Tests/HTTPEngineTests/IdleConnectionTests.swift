@@ -1,6 +1,7 @@
-// SOCK_STREAM and the other socket constants: with Glibc alone this file stopped
-// finding them (Swift 6.3.1) in some compile batches of the merged test module; the
-// test files that import Foundation, as the ones here now do, always find them.
+// SOCK_STREAM and the other socket constants come from a header that libcurl's module
+// (CCurl, through curl.h) can own: with Glibc alone, a fresh build cache sometimes
+// leaves them unseen (Swift 6.3.1), so the module is imported by name.
+import CCurl
 import Foundation
 #if canImport(Glibc)
 import Glibc
