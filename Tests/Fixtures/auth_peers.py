@@ -36,11 +36,11 @@ import base64
 import http.server
 import json
 import os
-import signal
 import socketserver
 import sys
 import tempfile
 import threading
+from peer_process import announce_ready, stop_on_signal_or_end_of_stdin  # noqa: E402
 
 READ_TIMEOUT = 30
 
@@ -198,19 +198,8 @@ def main():
     def stop(*_):
         threading.Thread(target=server.shutdown, daemon=True).start()
 
-    def watch_stdin():
-        try:
-            while os.read(0, 4096):
-                pass
-        except OSError:
-            pass
-        stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    sys.stdout.write("READY %d\n" % server.server_address[1])
-    sys.stdout.flush()
+    stop_on_signal_or_end_of_stdin(stop)
+    announce_ready(server.server_address[1])
     try:
         server.serve_forever(poll_interval=0.2)
     finally:

@@ -27,16 +27,14 @@ import argparse
 import asyncio
 import contextvars
 import json
-import os
-import signal
 import socket
 import sys
-import threading
 import urllib.parse
 
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 import hypercorn.protocol.http_stream as http_stream
+from peer_process import announce_ready, stop_on_signal_or_end_of_stdin  # noqa: E402
 
 HOLD_LIMIT = 10.0
 
@@ -145,23 +143,12 @@ def main():
     def request_stop(*_):
         loop.call_soon_threadsafe(stop.set)
 
-    def watch_stdin():
-        try:
-            while os.read(0, 4096):
-                pass
-        except OSError:
-            pass
-        request_stop()
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    stop_on_signal_or_end_of_stdin(request_stop)
 
     async def run():
         server = asyncio.ensure_future(serve(Origin(), config, shutdown_trigger=stop.wait))
         # hypercorn listens on the socket given; it is bound already, so READY is true.
-        sys.stdout.write("READY %d\n" % sock.getsockname()[1])
-        sys.stdout.flush()
+        announce_ready(sock.getsockname()[1])
         await server
 
     loop.run_until_complete(run())

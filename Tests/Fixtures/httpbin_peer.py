@@ -12,10 +12,9 @@ are httpbin's own (https://httpbin.org documents them): ``/anything``,
 
 import argparse
 import os
-import signal
 import sys
-import threading
 import warnings
+from peer_process import announce_ready, stop_on_signal_or_end_of_stdin  # noqa: E402
 
 
 def main():
@@ -37,19 +36,8 @@ def main():
         # open connections go with it, which is what a stopped server does.
         os._exit(0)
 
-    def watch_stdin():
-        try:
-            while os.read(0, 4096):
-                pass
-        except OSError:
-            pass
-        stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    sys.stdout.write("READY %d\n" % int(server.effective_port))
-    sys.stdout.flush()
+    stop_on_signal_or_end_of_stdin(stop)
+    announce_ready(int(server.effective_port))
     server.run()
     return 0
 
