@@ -248,10 +248,11 @@ extension HTTPRequest {
 
     // MARK: Notices
 
-    /// Sends an interceptor notice, when it wants this one.
-    func tell(_ event: InterceptEvent, _ params: JSONValue) {
+    /// Sends an interceptor notice, when it wants this one. The parameters are built
+    /// only then: every response would otherwise pay for a headers object nobody reads.
+    func tell(_ event: InterceptEvent, _ params: @autoclosure () -> JSONValue) {
         guard let i = interceptor(for: event), let session = i.session else { return }
-        session.connection.notify(event.rawValue, params)
+        session.connection.notify(event.rawValue, params())
     }
 
     /// Body bytes for `didReceiveData`: gathered and sent once per turn of the loop, so a
