@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CCurl
 @testable import HTTPEngine
 
 /// A listening TCP socket that nobody serves: a destination the egress policy must
