@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension JSON {
     /// Encodes a value as compact JSON with no trailing newline (the writer adds the
     /// message separator itself).
@@ -25,7 +31,7 @@ extension JSON {
 /// - Strings: `\"`, `\\`, the short escapes `\b \f \n \r \t`, and `\u00XX` (upper-case
 ///   hex) for the other control characters; `/`, DEL and non-ASCII text are written as
 ///   they are (Swift strings are valid UTF-8 already). The runs between escapes are
-///   copied whole, found eight bytes at a time.
+///   copied whole.
 /// - Integers in decimal; doubles as the shortest text that reads back as the same
 ///   double (Swift's `description`: 0.1, 1e+16); NaN and the infinities are not JSON
 ///   and are written `null`.
@@ -86,46 +92,26 @@ enum JSONWriter {
     }
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
-        var s = s
-        s.withUTF8 { utf8 in
-            out.append(UInt8(ascii: "\""))
-            var runStart = 0
+        let count = s.utf8.count
+        out.append(UInt8(ascii: "\""))
+        s.withCString { text in
             var i = 0
-            while i < utf8.count {
-                // Eight bytes at a time past the text that needs no escape (nearly all).
-                if i + 8 <= utf8.count,
-                    !mayNeedEscape(UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self)) {
-                    i += 8
-                    continue
-                }
-                for j in i..<min(i + 8, utf8.count) where needsEscape(utf8[j]) {
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<j]))
-                    writeEscape(utf8[j], into: &out)
-                    runStart = j + 1
-                }
-                i += 8
+            while true {
+                // libc's strcspn finds the next byte to escape (it stops at NUL, which is
+                // one): fast in every build, where a Swift loop is not in a debug build.
+                let run = strcspn(text + i, UnsafeRawPointer(escapedBytes.utf8Start).assumingMemoryBound(to: CChar.self))
+                text.withMemoryRebound(to: UInt8.self, capacity: count) { out.append(contentsOf: UnsafeBufferPointer(start: $0 + i, count: run)) }
+                i += run
+                guard i < count else { break }
+                writeEscape(UInt8(bitPattern: text[i]), into: &out)
+                i += 1
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
-            out.append(UInt8(ascii: "\""))
         }
+        out.append(UInt8(ascii: "\""))
     }
 
-    private static func needsEscape(_ byte: UInt8) -> Bool {
-        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
-    }
-
-    /// Whether any of eight bytes is below 0x20, a quote or a backslash (the classic
-    /// "has a byte less than n / equal to c" word tricks; never false for one that is).
-    private static func mayNeedEscape(_ word: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let quote = word ^ (ones &* 0x22)
-        let backslash = word ^ (ones &* 0x5C)
-        let below20 = (word &- ones &* 0x20) & ~word
-        let isQuote = (quote &- ones) & ~quote
-        let isBackslash = (backslash &- ones) & ~backslash
-        return (below20 | isQuote | isBackslash) & highs != 0
-    }
+    /// The bytes a string escapes besides NUL: the quote, the backslash and U+0001–U+001F.
+    private static let escapedBytes: StaticString = "\"\\\u{01}\u{02}\u{03}\u{04}\u{05}\u{06}\u{07}\u{08}\u{09}\u{0A}\u{0B}\u{0C}\u{0D}\u{0E}\u{0F}\u{10}\u{11}\u{12}\u{13}\u{14}\u{15}\u{16}\u{17}\u{18}\u{19}\u{1A}\u{1B}\u{1C}\u{1D}\u{1E}\u{1F}"
 
     private static func writeEscape(_ byte: UInt8, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\\"))
