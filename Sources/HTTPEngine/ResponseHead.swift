@@ -25,7 +25,7 @@ public struct ResponseHead: Sendable {
     /// check of a redirect hop must judge exactly this one, or a decoy header before it
     /// would let the real target through unchecked.
     public var followedLocation: String? {
-        headers.first { !$0.value.isEmpty && $0.name.lowercased() == "location" }?.value
+        headers.first { !$0.value.isEmpty && HeaderName.equal($0.name, "Location") }?.value
     }
 
     /// How a head frames its body, as far as its `Content-Length` and
@@ -70,8 +70,7 @@ public struct ResponseHead: Sendable {
     /// The values of a header, case-insensitively, joined with ", " as RFC 9110 §5.3
     /// allows; nil when absent.
     public func value(of name: String) -> String? {
-        let wanted = name.lowercased()
-        let values = headers.filter { $0.name.lowercased() == wanted }.map(\.value)
+        let values = headers.filter { HeaderName.equal($0.name, name) }.map(\.value)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 }

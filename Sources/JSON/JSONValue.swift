@@ -30,8 +30,8 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
     /// Adopts members whose keys are already distinct, skipping the per-member search of
     /// `init(_:)`. The decoder removes duplicate keys itself first (`YajlValueParser`), so
     /// an object of n members from the wire costs O(n) instead of O(n²): a client cannot
-    /// stall the loop with one huge object.
-    init(distinctMembers: [(key: String, value: JSONValue)]) { self.members = distinctMembers }
+    /// stall the loop with one huge object. Distinct keys are the caller's promise.
+    public init(distinctMembers: [(key: String, value: JSONValue)]) { self.members = distinctMembers }
 
     public var count: Int { members.count }
     public var keys: [String] { members.map(\.key) }

@@ -6,6 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import CCurl
 @testable import HTTPEngine
 
 /// A listening TCP socket that nobody serves: a destination the egress policy must

@@ -8,6 +8,7 @@ import Glibc
 #endif
 import EventLoop
 import Testing
+import CCurl
 @testable import HTTPEngine
 
 /// The poll of a pooled connection is left armed when libcurl stops watching it (lazy

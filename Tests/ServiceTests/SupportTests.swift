@@ -12,6 +12,27 @@ import JSONRPC
     #expect(UTF8Cut.validPrefix([0xF0, 0x9F, 0x98, 0x80], allowIncompleteTail: false) == .valid(4))
 }
 
+/// ASCII is skipped eight bytes at a time: what follows a run of any length, in a
+/// slice that starts anywhere, is still judged byte by byte.
+@Test func utf8CutAfterASCIIRunsOfEveryLength() {
+    let euro: [UInt8] = [0xE2, 0x82, 0xAC]
+    for length in 0..<20 {
+        let ascii = [UInt8](repeating: 0x61, count: length)
+        for offset in 0..<3 {
+            let pad = [UInt8](repeating: 0x62, count: offset)
+            func cut(_ tail: [UInt8], _ incomplete: Bool) -> UTF8Cut.Outcome {
+                let all = pad + ascii + tail
+                return UTF8Cut.validPrefix(all[offset...], allowIncompleteTail: incomplete)
+            }
+            #expect(cut([], false) == .valid(length))
+            #expect(cut(euro + ascii, false) == .valid(2 * length + 3))
+            #expect(cut([0xFF] + ascii, true) == .invalid(length))
+            #expect(cut(Array(euro.prefix(2)), true) == .valid(length))
+            #expect(cut(Array(euro.prefix(2)), false) == .invalid(length))
+        }
+    }
+}
+
 @Test func formEncodingMatchesBrowsers() {
     #expect(FormEncoding.encode([("a b", "c&d=é"), ("x", "")]) == "a+b=c%26d%3D%C3%A9&x=")
 }

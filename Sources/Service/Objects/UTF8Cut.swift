@@ -10,7 +10,7 @@ enum UTF8Cut {
     }
 
     static func validPrefix(_ bytes: ArraySlice<UInt8>, allowIncompleteTail: Bool) -> Outcome {
-        var i = bytes.startIndex
+        var i = bytes.startIndex + asciiPrefixLength(bytes)
         let end = bytes.endIndex
         while i < end {
             let b = bytes[i]
@@ -37,6 +37,16 @@ enum UTF8Cut {
             i += need + 1
         }
         return .valid(bytes.count)
+    }
+
+    /// How many of the first bytes are ASCII, counted eight at a time: a text body is
+    /// mostly ASCII, and this is the whole check for one that is.
+    private static func asciiPrefixLength(_ bytes: ArraySlice<UInt8>) -> Int {
+        bytes.withUnsafeBytes { raw in
+            var n = 0
+            while n + 8 <= raw.count, raw.loadUnaligned(fromByteOffset: n, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { n += 8 }
+            return n
+        }
     }
 
     /// Whether the byte at `at` is a valid continuation byte in position `index` after

@@ -248,10 +248,11 @@ extension HTTPRequest {
 
     // MARK: Notices
 
-    /// Sends an interceptor notice, when it wants this one.
-    func tell(_ event: InterceptEvent, _ params: JSONValue) {
+    /// Sends an interceptor notice, when it wants this one. The parameters are built
+    /// only then: every response would otherwise pay for a headers object nobody reads.
+    func tell(_ event: InterceptEvent, _ params: @autoclosure () -> JSONValue) {
         guard let i = interceptor(for: event), let session = i.session else { return }
-        session.connection.notify(event.rawValue, params)
+        session.connection.notify(event.rawValue, params())
     }
 
     /// Body bytes for `didReceiveData`: gathered and sent once per turn of the loop, so a
@@ -284,18 +285,29 @@ extension HTTPRequest {
     /// Headers as a JSON object: repeated names (in any case) joined with ", " under
     /// the first spelling, in the order they first came. The one form every header list
     /// takes on the wire to clients (fetch's result, the interceptor's questions and notices).
+    ///
+    /// A response has a dozen or two headers: a name is looked for among those already
+    /// seen, no hashing. Past `indexedHeaderCount` names an index by lower-cased name takes
+    /// over, so that an upstream sending thousands of headers does not cost n².
     static func headerObject(_ headers: [(name: String, value: String)]) -> JSONObject {
-        var order: [String] = []
-        var merged: [String: (name: String, value: String)] = [:]
+        var names: [String] = [], values: [String] = []
+        var index: [String: Int]?  // by lower-cased name, once there are many
         for h in headers {
-            let key = h.name.lowercased()
-            if let seen = merged[key] {
-                merged[key] = (seen.name, seen.value + ", " + h.value)
+            if index == nil, names.count > indexedHeaderCount {
+                index = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1.lowercased(), $0) })
+            }
+            let seen = if let index { index[h.name.lowercased()] } else { names.firstIndex { HeaderName.equal($0, h.name) } }
+            if let seen {
+                values[seen] += ", " + h.value
             } else {
-                merged[key] = (h.name, h.value)
-                order.append(key)
+                index?[h.name.lowercased()] = names.count
+                names.append(h.name)
+                values.append(h.value)
             }
         }
-        return JSONObject(order.compactMap { merged[$0] }.map { ($0.name, JSONValue.string($0.value)) })
+        // Names that differ when lower-cased differ as given.
+        return JSONObject(distinctMembers: zip(names, values).map { ($0, .string($1)) })
     }
+
+    static let indexedHeaderCount = 32
 }
