@@ -20,6 +20,11 @@ SYSTEM_PYTHON ?= python3
 VENV := .build/venv
 PYTHON := $(CURDIR)/$(VENV)/bin/python
 SWIFT_FLAGS ?=
+## Release builds link the Swift runtime and Foundation into the binary, as the Dockerfile
+## does: xhrpcd then needs no Swift libraries where it runs, reaches its listening socket
+## sooner and idles in less memory (Benchmarks/README.md, `startup`). Every release build
+## passes the same flags, or SwiftPM would rebuild the whole tree each time they change.
+RELEASE_FLAGS := --static-swift-stdlib
 ARGS ?=
 PREFIX ?= /usr/local
 
@@ -74,7 +79,7 @@ build: deps
 	swift build $(SWIFT_FLAGS)
 
 release: deps
-	swift build -c release $(SWIFT_FLAGS)
+	swift build -c release $(RELEASE_FLAGS) $(SWIFT_FLAGS)
 
 ## run: build xhrpcd and the xhrpc command (release, and only those two, so a second run
 ## with nothing changed starts in seconds) and start xhrpcd on the default Unix socket
@@ -83,14 +88,14 @@ release: deps
 ## default denies it), so the README's session against a local server works.
 ## Extra flags: make run ARGS="..."; flags win over the file's keys.
 run: deps run-deps
-	swift build -c release --product xhrpcd $(SWIFT_FLAGS)
-	swift build -c release --product xhrpc $(SWIFT_FLAGS)
+	swift build -c release --product xhrpcd $(RELEASE_FLAGS) $(SWIFT_FLAGS)
+	swift build -c release --product xhrpc $(RELEASE_FLAGS) $(SWIFT_FLAGS)
 	./.build/release/xhrpcd --config deploy/demo-config.json $(ARGS)
 
 ## install: xhrpcd and xhrpc into $(PREFIX)/bin (make install PREFIX=$$HOME/.local).
 install: deps
-	swift build -c release --product xhrpcd $(SWIFT_FLAGS)
-	swift build -c release --product xhrpc $(SWIFT_FLAGS)
+	swift build -c release --product xhrpcd $(RELEASE_FLAGS) $(SWIFT_FLAGS)
+	swift build -c release --product xhrpc $(RELEASE_FLAGS) $(SWIFT_FLAGS)
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 .build/release/xhrpcd .build/release/xhrpc "$(DESTDIR)$(PREFIX)/bin/"
 
@@ -201,14 +206,14 @@ bench-deps: test-deps
 
 ## bench: every dimension (Benchmarks/README.md), a few minutes; ARGS='--only NAME' for one.
 bench: bench-deps
-	swift build -c release $(SWIFT_FLAGS)
+	swift build -c release $(RELEASE_FLAGS) $(SWIFT_FLAGS)
 	$(PYTHON) Benchmarks/run.py $(ARGS)
 
 ## bench-check: a short bench (about a minute) whose figures are printed next to those
 ## recorded in Benchmarks/README.md, any more than 20% worse flagged. It prints, never
 ## fails on a figure (only when the bench itself errs), and is not part of `make test`.
 bench-check: bench-deps
-	swift build -c release $(SWIFT_FLAGS)
+	swift build -c release $(RELEASE_FLAGS) $(SWIFT_FLAGS)
 	$(PYTHON) Benchmarks/run.py --quick --check $(ARGS)
 
 clean:
