@@ -35,4 +35,13 @@ CURLSHcode xh_share_setopt_ptr(CURLSH *s, CURLSHoption o, void *v) { return curl
 CURLSHcode xh_share_setopt_lock_data(CURLSH *s, CURLSHoption o, curl_lock_data v) { return curl_share_setopt(s, o, v); }
 
 int xh_yajl_config(yajl_handle h, yajl_option o, int v) { return yajl_config(h, o, v); }
-int xh_yajl_gen_config(yajl_gen g, yajl_gen_option o, int v) { return yajl_gen_config(g, o, v); }
+
+static const uint8_t json_escaped[256] = {
+    [0x00 ... 0x1F] = 1, ['"'] = 1, ['\\'] = 1,
+};
+
+size_t xh_json_unescaped_run(const uint8_t *bytes, size_t count) {
+    size_t i = 0;
+    while (i < count && !json_escaped[bytes[i]]) i++;
+    return i;
+}

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import CShims
 
 extension JSON {
     /// Encodes a value as compact JSON with no trailing newline (the writer adds the
@@ -92,26 +88,22 @@ enum JSONWriter {
     }
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
-        let count = s.utf8.count
         out.append(UInt8(ascii: "\""))
-        s.withCString { text in
+        var s = s
+        s.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return }
             var i = 0
-            while true {
-                // libc's strcspn finds the next byte to escape (it stops at NUL, which is
-                // one): fast in every build, where a Swift loop is not in a debug build.
-                let run = strcspn(text + i, UnsafeRawPointer(escapedBytes.utf8Start).assumingMemoryBound(to: CChar.self))
-                text.withMemoryRebound(to: UInt8.self, capacity: count) { out.append(contentsOf: UnsafeBufferPointer(start: $0 + i, count: run)) }
+            while i < bytes.count {
+                let run = xh_json_unescaped_run(base + i, bytes.count - i)
+                out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: run))
                 i += run
-                guard i < count else { break }
-                writeEscape(UInt8(bitPattern: text[i]), into: &out)
+                guard i < bytes.count else { break }
+                writeEscape(base[i], into: &out)
                 i += 1
             }
         }
         out.append(UInt8(ascii: "\""))
     }
-
-    /// The bytes a string escapes besides NUL: the quote, the backslash and U+0001–U+001F.
-    private static let escapedBytes: StaticString = "\"\\\u{01}\u{02}\u{03}\u{04}\u{05}\u{06}\u{07}\u{08}\u{09}\u{0A}\u{0B}\u{0C}\u{0D}\u{0E}\u{0F}\u{10}\u{11}\u{12}\u{13}\u{14}\u{15}\u{16}\u{17}\u{18}\u{19}\u{1A}\u{1B}\u{1C}\u{1D}\u{1E}\u{1F}"
 
     private static func writeEscape(_ byte: UInt8, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\\"))

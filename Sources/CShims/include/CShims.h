@@ -54,9 +54,15 @@ CURLSHcode xh_share_setopt_long(CURLSH *s, CURLSHoption o, long v);
 CURLSHcode xh_share_setopt_ptr(CURLSH *s, CURLSHoption o, void *v);
 CURLSHcode xh_share_setopt_lock_data(CURLSH *s, CURLSHoption o, curl_lock_data v);
 
-/* yajl_config and yajl_gen_config take one int (or a pointer for the indent string). */
+/* yajl_config takes one int. */
 int xh_yajl_config(yajl_handle h, yajl_option o, int v);
-int xh_yajl_gen_config(yajl_gen g, yajl_gen_option o, int v);
+
+/* How many of `count` bytes, from the start, a JSON string carries as they are: the
+ * length of the run before the first byte that needs an escape (the quote, the
+ * backslash, U+0000-U+001F). A table loop in C: no per-call set-up (strcspn builds its
+ * table on every call), NUL is an ordinary byte to escape, and an unoptimised debug
+ * build still runs it fast, where a Swift byte loop goes through generic code. */
+size_t xh_json_unescaped_run(const uint8_t *bytes, size_t count);
 
 /* libFuzzer's driver, from libclang_rt.fuzzer_no_main (linked by `make fuzz` only):
  * xhrpc-fuzz calls it from its own `main`, because SwiftPM links every executable with
