@@ -38,7 +38,9 @@ public final class Dispatcher {
                 return
             }
             let batch = BatchSink(peer: peer, count: members.count)
-            for member in members { run(member, peer: peer, sink: batch) }
+            // The rest of a batch is not run once the connection has closed (its
+            // answers passed the out-queue limit): nobody would hear of their effects.
+            for member in members where peer.isOpen { run(member, peer: peer, sink: batch) }
             batch.seal()
         } else {
             run(value, peer: peer, sink: DirectSink(peer: peer))

@@ -6,6 +6,13 @@ import JSON
 public protocol RPCPeer: AnyObject {
     /// Writes one message (a response, a batch array or a notification).
     func send(_ message: JSONValue)
+    /// Writes one message already encoded as compact JSON text (a batch's array, built
+    /// as its answers come).
+    func send(encoded message: [UInt8])
+    /// Whether replies of `bytes` more can still be queued for this peer. When they
+    /// cannot, the peer has closed the connection: its client does not read what it is
+    /// sent, or one batch asked for more than the out-queue holds.
+    func admits(replyBytes bytes: Int) -> Bool
     /// False once the connection is gone: late replies are dropped.
     var isOpen: Bool { get }
     /// The service's state for this connection (principal, subscriptions, …).
@@ -100,9 +107,15 @@ final class DirectSink: ReplySink {
 /// Collects a batch's responses in the order they are answered. Calls answered later (a
 /// synchronous `send`) hold the array back until they are answered; a batch of only
 /// notifications writes nothing at all, as the specification says.
+///
+/// Each answer is encoded into the array's text as it comes, and the peer is asked
+/// whether the text so far still fits its out-queue: a batch of 2,500 `rpc.discover`
+/// (260 MB of answers) ends the connection at the limit, after 64 MiB of encoding,
+/// instead of holding the event loop for seconds building the whole array first.
 final class BatchSink: ReplySink {
     unowned let peer: RPCPeer
-    private var responses: [JSONValue] = []
+    /// `[` and the answers so far, comma-separated; empty until the first answer.
+    private var text: [UInt8] = []
     private var outstanding: Int
     private var sealed = false
 
@@ -115,7 +128,11 @@ final class BatchSink: ReplySink {
     func add(_ response: JSONValue) { deliver(response) }
 
     override func deliver(_ response: JSONValue?) {
-        if let response { responses.append(response) }
+        if let response, peer.isOpen {
+            text.append(text.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
+            JSON.encode(response, into: &text)
+            if !peer.admits(replyBytes: text.count) { text = [] }
+        }
         outstanding -= 1
         flushIfDone()
     }
@@ -128,7 +145,10 @@ final class BatchSink: ReplySink {
 
     private func flushIfDone() {
         guard sealed, outstanding == 0 else { return }
-        if !responses.isEmpty, peer.isOpen { peer.send(.array(responses)) }
-        responses = []
+        if !text.isEmpty, peer.isOpen {
+            text.append(UInt8(ascii: "]"))
+            peer.send(encoded: text)
+        }
+        text = []
     }
 }

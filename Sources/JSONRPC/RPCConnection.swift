@@ -155,6 +155,18 @@ public final class RPCConnection: RPCPeer {
     public func send(_ message: JSONValue) {
         guard isOpen else { return }
         JSON.encode(message, into: &outBuffer)
+        messageQueued()
+    }
+
+    public func send(encoded message: [UInt8]) {
+        guard isOpen else { return }
+        outBuffer.append(contentsOf: message)
+        messageQueued()
+    }
+
+    /// Ends the message just put in `outBuffer` and has it written: at the end of the
+    /// read being handled, or of the loop turn.
+    private func messageQueued() {
         outBuffer.append(UInt8(ascii: "\n"))
         guard !collecting else { return }
         if let coalescer {
@@ -178,13 +190,20 @@ public final class RPCConnection: RPCPeer {
         bytesOut += UInt64(outBuffer.count)
         stream.write(outBuffer)
         outBuffer.removeAll(keepingCapacity: outBuffer.capacity <= 1 << 20)
-        let pending = stream.pendingWriteBytes
-        if pending > limits.maxOutboundBytes {
-            close(reason: "client is not reading: \(pending) bytes queued, limit \(limits.maxOutboundBytes)")
-        } else if pending > limits.pauseReadingBytes, !readingPaused, !eofReceived {
+        guard admits(replyBytes: 0) else { return }
+        if stream.pendingWriteBytes > limits.pauseReadingBytes, !readingPaused, !eofReceived {
             readingPaused = true
             stream.stopReading()
         }
+    }
+
+    /// Closes the connection when what is queued for it and `bytes` more would pass
+    /// `maxOutboundBytes`.
+    public func admits(replyBytes bytes: Int) -> Bool {
+        let queued = stream.pendingWriteBytes + outBuffer.count + bytes
+        guard queued > limits.maxOutboundBytes else { return isOpen }
+        close(reason: "client is not reading: \(queued) bytes queued, limit \(limits.maxOutboundBytes)")
+        return false
     }
 
     /// Runs the calls held back (`backlog`) while their replies go straight to the
