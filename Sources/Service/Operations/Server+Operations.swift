@@ -55,7 +55,29 @@ extension Server {
         let c = OperationsConnection(id: id, stream: stream, loop: loop, timeoutMs: config.httpTimeoutMs)
         operationsConnections[id] = c
         c.onClose = { [unowned self] c in operationsConnections[c.id] = nil }
-        c.start { [unowned self, unowned c] head in head.path == "/rpc" ? upgradeToRPC(c, head) : respond(to: head) }
+        c.start { [unowned self, unowned c] head in
+            if let refusal = misdirected(head) { return refusal }
+            return head.path == "/rpc" ? upgradeToRPC(c, head) : respond(to: head)
+        }
+    }
+
+    /// Without principals' tokens the listener is on loopback, and nothing but its
+    /// address guards it. A web page whose own name was made to resolve to 127.0.0.1 (DNS
+    /// rebinding) is same-origin with it in the browser, so it could read `/metrics` and
+    /// the page; its requests carry that name in `Host`. There a request's `Host` must
+    /// therefore be one of the listener's own names: those of its page origins
+    /// (`pageOrigins`) or of `--ws-origin`. Anything else is 421, Misdirected Request
+    /// (RFC 9110 §15.5.20). A request without `Host` (HTTP/1.0, a program) is served.
+    /// With tokens, the bearer token is the guard, and the listener may be reached under
+    /// names it cannot know.
+    func misdirected(_ head: HTTPRequestHead) -> OperationsConnection.Response? {
+        guard principalTable.tokens.isEmpty, let host = head.header("host")?.lowercased() else { return nil }
+        let ours = (dashboardOrigins + config.wsOrigins).map { origin in
+            origin.lowercased().split(separator: "://", maxSplits: 1).last.map(String.init) ?? ""
+        }
+        guard !ours.contains(host) else { return nil }
+        return .init(status: 421, body: Array(("Host '\(host)' is not a name of this listener (\(ours.joined(separator: ", "))); "
+            + "another name is served once --ws-origin lists it\n").utf8))
     }
 
     /// Whether the server takes new work: its JSON-RPC listeners are open and no stop

@@ -217,13 +217,15 @@ class PageAndRPC(DashboardTestCase):
                 connect("ws://127.0.0.1:%d/rpc" % self.port, origin=origin, open_timeout=WAIT)
             self.assertEqual(raised.exception.response.status_code, 403, origin)
 
-    def test_a_rebinding_host_header_does_not_make_an_origin_ours(self):
-        # A page of evil.example:PORT whose name now resolves to this listener: its Host
-        # and Origin agree, and neither is the listener's configured address.
+    def test_a_rebinding_host_is_misdirected(self):
+        # Without tokens a request must name the listener in Host, whatever its Origin;
+        # under its own name the origin rule still applies.
         evil = "evil.example:%d" % self.port
-        self.assertEqual(upgrade_status(self.port, evil, "http://" + evil), 403)
-        self.assertEqual(upgrade_status(self.port, evil, self.own_origin), 101)
-        self.assertEqual(upgrade_status(self.port, evil, None), 101)
+        for origin in ("http://" + evil, self.own_origin, None):
+            self.assertEqual(upgrade_status(self.port, evil, origin), 421, origin)
+        own = "127.0.0.1:%d" % self.port
+        self.assertEqual(upgrade_status(self.port, own, "http://" + evil), 403)
+        self.assertEqual(upgrade_status(self.port, own, self.own_origin), 101)
 
     def test_plain_get_of_rpc_is_answered_426(self):
         status, headers, _ = http_get(self.port, "/rpc")
@@ -260,6 +262,15 @@ class RPCWithPrincipals(DashboardTestCase):
 
     PRINCIPALS = (ALICE, BOB)
     TCP = True
+
+    def test_a_rebinding_host_header_does_not_make_an_origin_ours(self):
+        # With tokens Host is not checked (the listener may be reached by names it cannot
+        # know). A page of evil.example:PORT whose name now resolves to this listener: its
+        # Host and Origin agree, and neither is the listener's configured address.
+        evil = "evil.example:%d" % self.port
+        self.assertEqual(upgrade_status(self.port, evil, "http://" + evil), 403)
+        self.assertEqual(upgrade_status(self.port, evil, self.own_origin), 101)
+        self.assertEqual(upgrade_status(self.port, evil, None), 101)
 
     def test_auth_first_then_only_the_principals_own_requests(self):
         c = self.rpc(origin=self.own_origin)

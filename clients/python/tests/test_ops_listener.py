@@ -109,7 +109,7 @@ class Endpoints(OpsListenerTestCase):
             self.assertEqual(headers["content-length"], str(len(body)))
 
     def test_head_has_the_headers_and_no_body(self):
-        reply = raw_exchange(self.http_port, b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        reply = raw_exchange(self.http_port, b"HEAD /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % self.http_port)
         head, _, rest = reply.partition(b"\r\n\r\n")
         self.assertTrue(head.startswith(b"HTTP/1.1 200 OK\r\n"), reply)
         self.assertIn(b"Content-Length: 3\r\n", head + b"\r\n")
@@ -276,6 +276,35 @@ class Drain(OpsListenerTestCase):
             socket.create_connection(("127.0.0.1", self.http_port), timeout=2).close()
 
 
+class Rebinding(OpsListenerTestCase):
+    """Without tokens (a loopback listener), a request must name the listener in Host: a
+    page whose name was rebound to 127.0.0.1 is same-origin with it to the browser, and
+    could otherwise read /metrics and the dashboard."""
+
+    ARGS = ("--ws-origin", "http://ops.example:8080")
+
+    def status(self, host, path="/metrics"):
+        head = b"GET %s HTTP/1.1\r\n" % path.encode()
+        if host is not None:
+            head += b"Host: %s\r\n" % host.encode()
+        reply = raw_exchange(self.http_port, head + b"\r\n")
+        return int(reply.split(b" ", 2)[1]), reply
+
+    def test_a_foreign_host_is_misdirected(self):
+        for host in ("evil.example:%d" % self.http_port, "evil.example", "127.0.0.2:%d" % self.http_port,
+                     "127.0.0.1:%d" % (self.http_port + 1), "localhost.evil.example:%d" % self.http_port):
+            for path in ("/metrics", "/", "/healthz", "/rpc"):
+                status, reply = self.status(host, path)
+                self.assertEqual(status, 421, (host, path, reply))
+        self.assertIn(b"127.0.0.1:%d" % self.http_port, self.status("evil.example")[1])
+
+    def test_the_listeners_own_names_are_served(self):
+        for host in ("127.0.0.1:%d" % self.http_port, "LOCALHOST:%d" % self.http_port, "ops.example:8080", None):
+            status, reply = self.status(host)
+            self.assertEqual(status, 200, (host, reply))
+            self.assertIn(b"xhrpc_connections_total", reply)
+
+
 class Exposure(unittest.TestCase):
     """Off the loopback only with principals that hold tokens; /metrics then needs an
     admin's token."""
@@ -314,6 +343,8 @@ class Exposure(unittest.TestCase):
                 time.sleep(0.02)
         self.assertEqual(http_get(port, "/healthz")[0], 200)
         self.assertEqual(http_get(port, "/readyz")[0], 200)
+        # With tokens the bearer token guards it, whatever name it was reached by.
+        self.assertEqual(http_get(port, "/healthz", headers={"Host": "ops.internal.example"})[0], 200)
         status, headers, _ = http_get(port, "/metrics")
         self.assertEqual(status, 401)
         self.assertIn("Bearer", headers["www-authenticate"])
