@@ -103,6 +103,9 @@ struct XHRPCD: ParsableCommand {
     @Flag(name: .long, help: ArgumentHelp("Let a TCP listener on loopback run without principals, every TCP client acting as the socket owner (config key \"insecureTCP\"). For a single-user development machine only."))
     var insecureTcp = false
 
+    @Flag(name: .long, help: ArgumentHelp("Let the socket owner authenticate requests with NEGOTIATE (config key \"allowNegotiate\"). Negotiate answers with xhrpcd's own Kerberos identity, from its ticket cache (KRB5CCNAME), whichever client asks; a principal in the config file is granted it with \"negotiate\": true."))
+    var allowNegotiate = false
+
     @Option(name: .customLong("request-ttl"), help: ArgumentHelp("Seconds a request that is not in flight (UNSENT, OPENED or DONE) may go unused (no call naming it) before the server releases it; fractions allowed (config key \"requestTTL\"; default 300).", valueName: "seconds"))
     var requestTTL: Double?
 
@@ -146,6 +149,7 @@ struct XHRPCD: ParsableCommand {
         settings.maxRedirects = try positive(maxRedirects ?? file.int("maxRedirects"), "max-redirects", allowZero: true) ?? settings.maxRedirects
         settings.maxResponseBytes = try positive(maxResponseBytes ?? file.int("maxResponseBytes"), "max-response-bytes")
         settings.insecureTCP = try insecureTcp || file.bool("insecureTCP")
+        settings.allowNegotiate = try allowNegotiate || file.bool("allowNegotiate")
         if let t = authTimeout ?? file.double("authTimeout") {
             guard t > 0, t <= 3600 else { throw ValidationError("--auth-timeout must be from 0 to 3600 seconds") }
             settings.authTimeout = t
@@ -275,7 +279,7 @@ struct ConfigFile {
             }
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
                               "maxRedirects", "uploadRoot", "downloadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
-                              "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "authTimeout",
+                              "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "allowNegotiate", "authTimeout",
                               "requestTTL", "detachTTL", "drainSeconds", "redactQuery",
                               "tlsCert", "tlsKey", "tlsHandshakeTimeout", "httpListen", "wsOrigins"]
             let file = ConfigFile(values: o)
@@ -300,7 +304,7 @@ struct ConfigFile {
         return o
     }
 
-    /// The "principals" array: `{"name", "tokenSha256"?, "uid"?, "admin"?, "limits"?}`
+    /// The "principals" array: `{"name", "tokenSha256"?, "uid"?, "admin"?, "negotiate"?, "limits"?}`
     /// each. A token is given only as the hex SHA-256 of its bytes, so the file holds
     /// nothing that opens the server.
     func principals(defaults: PrincipalLimits) throws -> [PrincipalConfig] {
@@ -310,7 +314,7 @@ struct ConfigFile {
             let what = "principals[\(index)]"
             guard case .object(let o) = item else { throw ValidationError("\(what) must be an object") }
             var entry = ConfigFile(values: o)
-            try entry.rejectUnknownKeys(["name", "tokenSha256", "uid", "admin", "limits"], in: what)
+            try entry.rejectUnknownKeys(["name", "tokenSha256", "uid", "admin", "negotiate", "limits"], in: what)
             guard let name = entry.string("name") else { throw ValidationError("\(what) needs a \"name\"") }
             entry.keyName = { "\(what) (\(name)): \"\($0)\"" }
             var hash: [UInt8]?
@@ -327,7 +331,8 @@ struct ConfigFile {
             }
             let limits = try XHRPCD.limits(try entry.object("limits"), base: defaults, what: "\(what) (\(name)) limits")
             let admin = try entry.bool("admin")
-            return PrincipalConfig(name: name, tokenHash: hash, uid: uid, isAdmin: admin, limits: limits)
+            return PrincipalConfig(name: name, tokenHash: hash, uid: uid, isAdmin: admin, mayNegotiate: try entry.bool("negotiate"),
+                                   limits: limits)
         }
     }
     func int(_ key: String) -> Int? { values[key]?.int64Value.map(Int.init) }

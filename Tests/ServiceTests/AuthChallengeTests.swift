@@ -75,8 +75,18 @@ import Testing
         #expect(table([entry(nil, "n", auth: .ntlm)]).match(origin: origin, challenges: both) == nil,
                 "an entry's scheme must have been challenged")
         #expect(table([entry(nil, "any")]).match(origin: origin, challenges: [AuthChallenge(scheme: "Bearer", realm: nil)]) == nil)
-        #expect(table([entry(nil, "any")]).match(origin: origin, challenges: [AuthChallenge(scheme: "NTLM", realm: nil),
-                                                                            AuthChallenge(scheme: "Negotiate", realm: nil)])?.auth == .negotiate)
+        let ntlmAndNegotiate = [AuthChallenge(scheme: "NTLM", realm: nil), AuthChallenge(scheme: "Negotiate", realm: nil)]
+        #expect(table([entry(nil, "any")]).match(origin: origin, challenges: ntlmAndNegotiate, mayNegotiate: true)?.auth == .negotiate)
+    }
+
+    /// Negotiate answers with xhrpcd's own Kerberos identity: a principal not granted it
+    /// never has it chosen, whether its entry names it or leaves the scheme open.
+    @Test func negotiateIsChosenOnlyWhenGranted() {
+        let ntlmAndNegotiate = [AuthChallenge(scheme: "NTLM", realm: nil), AuthChallenge(scheme: "Negotiate", realm: nil)]
+        #expect(table([entry(nil, "any")]).match(origin: origin, challenges: ntlmAndNegotiate)?.auth == .ntlm)
+        #expect(table([entry(nil, "n", auth: .negotiate)]).match(origin: origin, challenges: ntlmAndNegotiate) == nil)
+        #expect(table([entry(nil, "n", auth: .negotiate)]).match(origin: origin, challenges: ntlmAndNegotiate,
+                                                                 mayNegotiate: true)?.auth == .negotiate)
     }
 
     @Test func removeNeedsTheSameKeyAndTheUserWhenGiven() {

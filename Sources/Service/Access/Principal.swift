@@ -8,6 +8,9 @@ import JSONRPC
 final class Principal {
     let name: String
     let isAdmin: Bool
+    /// Whether NEGOTIATE may be used: it authenticates as xhrpcd's own Kerberos
+    /// identity, not as anything of this principal's (`ServerConfig.allowNegotiate`).
+    let mayNegotiate: Bool
     let limits: PrincipalLimits
     /// Every object the principal's connections created and have not released, of
     /// every kind, by handle (`SessionObject`).
@@ -44,11 +47,20 @@ final class Principal {
     var usage = Usage()
 
     /// Throws when libcurl cannot make the cookie jar (out of memory).
-    init(name: String, isAdmin: Bool = false, limits: PrincipalLimits = PrincipalLimits()) throws {
+    init(name: String, isAdmin: Bool = false, mayNegotiate: Bool = false, limits: PrincipalLimits = PrincipalLimits()) throws {
         self.name = name
         self.isAdmin = isAdmin
+        self.mayNegotiate = mayNegotiate
         self.limits = limits
         cookieJar = try CookieJar()
+    }
+
+    /// Refuses NEGOTIATE to a principal not granted it (`forbidden`).
+    func checkMayUse(_ auth: AuthScheme?) throws(RPCError) {
+        guard auth == .negotiate, !mayNegotiate else { return }
+        throw ServiceError.needsConfiguration("NEGOTIATE authenticates as xhrpcd's own Kerberos identity (its ticket cache), "
+            + "whichever client asks, so principal '\(name)' needs it granted: \"negotiate\": true on the principal in the "
+            + "config file, or --allow-negotiate for the socket owner")
     }
 
     /// The principal's object of kind `T` named `handle`; `unknown_handle` when it has

@@ -50,13 +50,18 @@ public struct PrincipalConfig: Sendable, Equatable {
     public var uid: UInt32?
     /// An admin sees the whole server in `server.stats`.
     public var isAdmin = false
+    /// May authenticate with NEGOTIATE, that is as xhrpcd's own Kerberos identity
+    /// (`"negotiate": true`; `ServerConfig.allowNegotiate`).
+    public var mayNegotiate = false
     public var limits: PrincipalLimits
 
-    public init(name: String, tokenHash: [UInt8]?, uid: UInt32?, isAdmin: Bool, limits: PrincipalLimits) {
+    public init(name: String, tokenHash: [UInt8]?, uid: UInt32?, isAdmin: Bool, mayNegotiate: Bool = false,
+                limits: PrincipalLimits) {
         self.name = name
         self.tokenHash = tokenHash
         self.uid = uid
         self.isAdmin = isAdmin
+        self.mayNegotiate = mayNegotiate
         self.limits = limits
     }
 

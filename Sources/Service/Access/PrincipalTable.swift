@@ -24,7 +24,7 @@ struct PrincipalTable {
             guard c.tokenHash != nil || c.uid != nil else {
                 throw StartupError.unreachablePrincipal(c.name)
             }
-            let p = try Principal(name: c.name, isAdmin: c.isAdmin, limits: c.limits)
+            let p = try Principal(name: c.name, isAdmin: c.isAdmin, mayNegotiate: c.mayNegotiate, limits: c.limits)
             byName[c.name] = p
             if let uid = c.uid {
                 guard byUID[uid] == nil else { throw StartupError.duplicateUID(uid) }
@@ -39,7 +39,8 @@ struct PrincipalTable {
             }
         }
         if owner == nil {
-            let local = try Principal(name: Self.ownerName, isAdmin: true, limits: config.limits)
+            let local = try Principal(name: Self.ownerName, isAdmin: true, mayNegotiate: config.allowNegotiate,
+                                      limits: config.limits)
             byName[Self.ownerName] = local
             owner = local
         }

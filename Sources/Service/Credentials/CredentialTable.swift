@@ -97,9 +97,12 @@ struct CredentialTable {
     /// scheme was challenged (a Digest credential is never sent as Basic); without,
     /// the strongest scheme challenged for its realm is offered (Negotiate, NTLM,
     /// Digest, Basic — libcurl's order of preference). Schemes libcurl does not speak
-    /// are ignored. Nil: nothing matches, and the response stands as it came.
-    func match(origin: ProtectionSpace, challenges: [AuthChallenge]) -> CredentialMatch? {
+    /// are ignored, and so is NEGOTIATE unless the principal `mayNegotiate` (it would
+    /// answer with xhrpcd's own Kerberos identity). Nil: nothing matches, and the
+    /// response stands as it came.
+    func match(origin: ProtectionSpace, challenges: [AuthChallenge], mayNegotiate: Bool = false) -> CredentialMatch? {
         let usable = challenges.compactMap { c in c.known.map { (scheme: $0, realm: c.realm) } }
+            .filter { mayNegotiate || $0.scheme != .negotiate }
         guard !usable.isEmpty else { return nil }
         func pick(_ entry: StoredCredential, among offered: [AuthScheme]) -> CredentialMatch? {
             let scheme: AuthScheme?

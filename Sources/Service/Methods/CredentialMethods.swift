@@ -13,6 +13,7 @@ extension Server {
             let p = call.params
             let space = try Self.protectionSpace(p)
             let auth = try p.optionalWord("auth", oneOf: ["BASIC", "DIGEST", "NTLM", "NEGOTIATE"]).flatMap(AuthScheme.init(rawValue:))
+            try s.principal.checkMayUse(auth)
             let user = try p.string("user")
             let password = try p.string("password")
             try HTTPSyntax.checkCredential(user, name: "user")

@@ -39,6 +39,7 @@ extension Server {
                     throw RPCError.invalidParams("'credential' must be {user, password, auth?}")
                 }
                 (user, password, auth) = try Self.credential(Params(c))
+                try s.principal.checkMayUse(auth)
             }
 
             // Its own handle (in no table), so that an interceptor and subscribers can

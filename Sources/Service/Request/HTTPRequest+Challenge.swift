@@ -35,7 +35,8 @@ extension HTTPRequest {
                   let answered = try? URLTarget.parse(url: t.currentURL) else { return false }
             let origin = ProtectionSpace(scheme: asked.scheme, host: asked.host, port: asked.port, realm: nil)
             guard origin.isOrigin(of: answered),
-                  let m = principal.credentials.match(origin: origin, challenges: AuthChallenge.parse(head.headers, fieldName: "WWW-Authenticate"))
+                  let m = principal.credentials.match(origin: origin, challenges: AuthChallenge.parse(head.headers, fieldName: "WWW-Authenticate"),
+                                                                mayNegotiate: principal.mayNegotiate)
             else { return false }
             request.user = m.user
             request.password = m.password
@@ -43,7 +44,8 @@ extension HTTPRequest {
         } else {
             guard var proxy = request.proxy, proxy.user == nil else { return false }
             let origin = ProtectionSpace(scheme: "http", host: proxy.host, port: proxy.port, realm: nil)
-            guard let m = principal.credentials.match(origin: origin, challenges: AuthChallenge.parse(head.headers, fieldName: "Proxy-Authenticate"))
+            guard let m = principal.credentials.match(origin: origin, challenges: AuthChallenge.parse(head.headers, fieldName: "Proxy-Authenticate"),
+                                                                mayNegotiate: principal.mayNegotiate)
             else { return false }
             proxy.user = m.user
             proxy.password = m.password
@@ -69,7 +71,8 @@ extension HTTPRequest {
         guard let offered = t.tunnelChallenge, var request = planned, request.body.isReplayable,
               var proxy = request.proxy, proxy.user == nil else { return false }
         let space = ProtectionSpace(scheme: "http", host: proxy.host, port: proxy.port, realm: nil)
-        guard let m = principal.credentials.match(origin: space, challenges: offered.map { AuthChallenge(scheme: $0.rawValue, realm: nil) })
+        guard let m = principal.credentials.match(origin: space, challenges: offered.map { AuthChallenge(scheme: $0.rawValue, realm: nil) },
+                                                      mayNegotiate: principal.mayNegotiate)
         else { return false }
         proxy.user = m.user
         proxy.password = m.password

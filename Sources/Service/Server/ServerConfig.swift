@@ -24,6 +24,11 @@ public struct ServerConfig: Sendable {
     /// Lets a TCP listener on loopback run without principals, every TCP client acting
     /// as the socket owner (`--insecure-tcp`): for development on a single-user machine.
     public var insecureTCP = false
+    /// Lets the socket owner (the `local` principal) use NEGOTIATE (`--allow-negotiate`).
+    /// Negotiate authenticates as xhrpcd's own Kerberos identity, from its ticket cache,
+    /// whichever client asks: so it is granted, never assumed. A principal in the config
+    /// file is granted it with `"negotiate": true`.
+    public var allowNegotiate = false
     /// Seconds a connection may stay unauthenticated before it is closed.
     public var authTimeout: Double = 10
     /// Seconds before a failed `auth` is answered; the next attempt on that connection

@@ -22,6 +22,7 @@ import tempfile
 import unittest
 
 from support import ServerTestCase, XhrpcServer  # first: puts Tests/Fixtures on sys.path
+from xhrpc import RPCError  # noqa: E402
 import certs  # noqa: E402
 from real_peers import (exchange, kerberos_realm, peer_log, start_h2_peer, start_httpbin,  # noqa: E402
                         start_negotiate_peer, start_ntlm_peer)
@@ -321,14 +322,15 @@ class NTLMTest(ServerTestCase):
 
 class NegotiateTest(unittest.TestCase):
     """Negotiate (SPNEGO/Kerberos) against a KDC on loopback; xhrpcd runs with the
-    realm's environment, so libcurl's GSS-API finds the ticket cache kinit filled."""
+    realm's environment, so libcurl's GSS-API finds the ticket cache kinit filled, and
+    with --allow-negotiate, which grants Negotiate to the socket owner."""
 
     @classmethod
     def setUpClass(cls):
         cls.realm = cls.enterClassContext(kerberos_realm())
         cls.peer = start_negotiate_peer(cls.realm)
         cls.addClassCleanup(cls.peer.stop)
-        cls.server = XhrpcServer(env=cls.realm.env).start()
+        cls.server = XhrpcServer(env=cls.realm.env, args=["--allow-negotiate"]).start()
         cls.addClassCleanup(cls.server.kill)
 
     @classmethod
@@ -373,7 +375,7 @@ class NegotiateTest(unittest.TestCase):
 
     def test_without_a_ticket_the_challenge_is_the_answer(self):
         other = dict(self.realm.env, KRB5CCNAME=os.path.join(self.realm.k5.tmpdir, "empty-ccache"))
-        server = XhrpcServer(env=other).start()
+        server = XhrpcServer(env=other, args=["--allow-negotiate"]).start()
         try:
             c = server.connect()
             try:
@@ -387,6 +389,62 @@ class NegotiateTest(unittest.TestCase):
     def test_without_negotiate_the_challenge_is_the_answer(self):
         summary, _ = exchange(self.c, "GET", self.url("/krb"))
         self.assertEqual(summary["status"], 401)
+
+
+class NegotiateNeedsAGrant(unittest.TestCase):
+    """Negotiate answers with xhrpcd's own Kerberos identity whichever client asks, so a
+    principal uses it only when granted: --allow-negotiate for the socket owner,
+    "negotiate": true for a principal of the config file. The ticket is there (the
+    realm's environment); only the grant is missing."""
+
+    GRANTED = {"name": "kerb", "token": "kerb-" + "k" * 40, "negotiate": True}
+    PLAIN = {"name": "plain", "token": "plain-" + "p" * 40}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.realm = cls.enterClassContext(kerberos_realm())
+        cls.peer = start_negotiate_peer(cls.realm)
+        cls.addClassCleanup(cls.peer.stop)
+        cls.server = XhrpcServer(env=cls.realm.env, tcp=True, principals=[cls.GRANTED, cls.PLAIN]).start()
+        cls.addClassCleanup(cls.server.kill)
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        super().tearDownClass()
+        if code != 0:
+            raise AssertionError("xhrpcd exited with %r\n%s" % (code, cls.server.stderr_text()))
+
+    def url(self, path):
+        return "http://localhost:%d%s" % (self.peer.port, path)
+
+    def assertForbidden(self, c, method, params):
+        with self.assertRaises(RPCError) as raised:
+            c.call(method, params)
+        self.assertEqual(raised.exception.reason, "forbidden", raised.exception.message)
+        self.assertIn("--allow-negotiate", raised.exception.message)
+
+    def test_a_principal_without_the_grant_cannot_ask_for_negotiate(self):
+        before = len(peer_log(self.peer))
+        with self.server.connect_as("plain") as c:
+            c.call("create", {"request": "n"})
+            self.assertForbidden(c, "open", {"request": "n", "method": "GET", "url": self.url("/krb"),
+                                             "auth": "NEGOTIATE"})
+            self.assertForbidden(c, "fetch", {"url": self.url("/krb"), "credential": {"user": "", "password": "",
+                                                                                     "auth": "NEGOTIATE"}})
+            self.assertForbidden(c, "credentials.set", {"host": "localhost", "port": self.peer.port, "scheme": "http",
+                                                        "user": "-", "password": "-", "auth": "NEGOTIATE"})
+            # A stored credential that leaves the scheme open is not answered with
+            # Negotiate either: the peer's 401 stands.
+            c.credentials_set("localhost", "u", "p", port=self.peer.port, scheme="http")
+            summary, _ = exchange(c, "GET", self.url("/krb"))
+            self.assertEqual(summary["status"], 401)
+        self.assertNotIn("Negotiate", [e["authorization"] for e in peer_log(self.peer)[before:]])
+
+    def test_a_granted_principal_authenticates_with_the_ticket(self):
+        with self.server.connect_as("kerb") as c:
+            summary, body = exchange(c, "GET", self.url("/krb"), open_params={"auth": "negotiate"})
+            self.assertEqual((summary["status"], json.loads(body)["user"]), (200, self.realm.principal))
 
 
 if __name__ == "__main__":
