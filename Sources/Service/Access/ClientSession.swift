@@ -24,6 +24,25 @@ final class ClientSession {
         principal.usage.connectionsAccepted += 1
     }
 
+    /// A new subscription of this connection (`subscribe`, `fetch {subscribe: true}`).
+    /// Subscriptions cost the server as requests do, and share their limit.
+    func subscribe(to handle: String?, events: Set<EventKind>, details: Bool = false,
+                   progressInterval: UInt64 = NotificationHub.defaultProgressInterval) throws(RPCError) -> String {
+        try principal.check("subscriptions", current: principal.subscriptions.count, max: principal.limits.requests,
+                            "Too many subscriptions; unsubscribe some first")
+        let id = ObjectName.generate(prefix: "sub_") { principal.subscriptions[$0] != nil }
+        principal.subscriptions[id] = Subscription(id: id, session: self, handle: handle, events: events,
+                                                   details: details, progressInterval: progressInterval)
+        subscriptionIDs.insert(id)
+        return id
+    }
+
+    /// Ends one of this connection's subscriptions.
+    func unsubscribe(_ id: String) {
+        principal.subscriptions[id] = nil
+        subscriptionIDs.remove(id)
+    }
+
     /// JSON-RPC bytes received and sent for the principal so far.
     var bytesIn: UInt64 { connection.bytesIn - bytesBefore.in }
     var bytesOut: UInt64 { connection.bytesOut - bytesBefore.out }

@@ -67,18 +67,12 @@ extension Server {
             try applyFetchOptions(p, to: r)
 
             // subscribe: true — state changes and progress on this connection, through a
-            // subscription of its own that ends with the fetch.
-            var subscription: String?
-            if try p.bool("subscribe", default: false) {
-                let id = ObjectName.generate(prefix: "sub_") { s.principal.subscriptions[$0] != nil }
-                s.principal.subscriptions[id] = Subscription(id: id, session: s, handle: handle, events: [.stateChange, .progress])
-                s.subscriptionIDs.insert(id)
-                subscription = id
-            }
+            // subscription of its own (counted as `subscribe`'s are) that ends with the fetch.
+            let subscription = try p.bool("subscribe", default: false)
+                ? try s.subscribe(to: handle, events: [.stateChange, .progress]) : nil
             let endSubscription = { [weak s] in
                 guard let s, let id = subscription else { return }
-                s.principal.subscriptions[id] = nil
-                s.subscriptionIDs.remove(id)
+                s.unsubscribe(id)
             }
             r.whenDone { [weak r, weak s] in
                 guard let r else { return }

@@ -6,9 +6,6 @@ extension Server {
     func registerSubscriptionMethods() {
         registry.register("subscribe", params: ["request?", "socket?", "all?", "events?", "details?", "progressInterval?"]) { [unowned self] call in
             let s = try session(call)
-            // Subscriptions cost the server as requests do, and share their limit.
-            try s.principal.check("subscriptions", current: s.principal.subscriptions.count,
-                                  max: s.principal.limits.requests, "Too many subscriptions; unsubscribe some first")
             let p = call.params
             let all = try p.bool("all", default: false)
             // One object (a request or a socket) or all of them.
@@ -36,10 +33,7 @@ extension Server {
             }
             let details = try p.bool("details", default: false)
             let interval = try progressInterval(p)
-            let id = ObjectName.generate(prefix: "sub_") { s.principal.subscriptions[$0] != nil }
-            s.principal.subscriptions[id] = Subscription(id: id, session: s, handle: handle, events: events,
-                                                         details: details, progressInterval: interval)
-            s.subscriptionIDs.insert(id)
+            let id = try s.subscribe(to: handle, events: events, details: details, progressInterval: interval)
             return .result(["subscription": .string(id)])
         }
 
@@ -49,8 +43,7 @@ extension Server {
             guard s.principal.subscriptions[id] != nil else {
                 throw ServiceError.unknownSubscription(id)
             }
-            s.principal.subscriptions[id] = nil
-            s.subscriptionIDs.remove(id)
+            s.unsubscribe(id)
             return .result(true)
         }
     }

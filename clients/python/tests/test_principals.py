@@ -339,6 +339,32 @@ class UidPrincipal(ServerTestCase):
             self.assertEqual((e.exception.data["limit"], e.exception.data["max"]), ("requests", 1))
 
 
+class SubscriptionLimit(ObjectTestCase):
+    """Subscriptions share the requests limit, fetch {subscribe: true}'s included: it
+    holds one while the fetch runs, and gives it back when the fetch is answered."""
+
+    PRINCIPALS = ({"name": "me", "uid": os.geteuid(), "limits": {"requests": 2}},)
+
+    def assertSubscriptionsFull(self, c, method, params):
+        with self.assertRaises(RPCError) as e:
+            c.call(method, params)
+        self.assertEqual((e.exception.reason, e.exception.data["limit"], e.exception.data["max"]),
+                         ("limit_exceeded", "subscriptions", 2), method)
+
+    def test_fetch_subscriptions_count_and_end_with_the_fetch(self):
+        with self.server.connect() as c:
+            first = c.call("subscribe", {"all": True})["subscription"]
+            c.call("subscribe", {"all": True})
+            self.assertSubscriptionsFull(c, "subscribe", {"all": True})
+            self.assertSubscriptionsFull(c, "fetch", {"method": "GET", "url": self.url("/bytes/10"), "subscribe": True})
+            c.call("unsubscribe", {"subscription": first})
+            self.assertEqual(c.call("fetch", {"method": "GET", "url": self.url("/bytes/10"), "subscribe": True})["status"],
+                             200)
+            # The fetch's own subscription ended with it: the slot is free again.
+            c.call("subscribe", {"all": True})
+            self.assertSubscriptionsFull(c, "subscribe", {"all": True})
+
+
 class StartupRules(unittest.TestCase):
     def run_briefly(self, args, config=None):
         server = XhrpcServer(args=args, config=config)
