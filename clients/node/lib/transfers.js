@@ -3,9 +3,9 @@
 /**
  * `Client#upload` and `Client#serverDownload`: the server's `upload` and `download`
  * methods (api/openrpc.json), which start a transfer on a new request object held by the
- * server. Each sends the method and a progress subscription for its handle in one batch
- * (calls run in order, so no onProgress is missed), passes each onProgress of that
- * request to `onProgress(params)`, waits for DONE, and releases the request. Unlike
+ * server and tell the calling connection its state changes and progress. Each passes
+ * every onProgress of that request to `onProgress(params)`, waits for DONE, and releases
+ * the request. Unlike
  * `Client#download`, which streams a body into a file of this process, `serverDownload`
  * has the server write the file below its --download-root.
  */
@@ -28,10 +28,7 @@ function transferParams(kind, url, { headers, request, timeout } = {}) {
 async function runTransfer(client, method, params, { onProgress, timeout } = {}) {
   if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('onProgress is a function');
   const name = params.request;
-  const [started, sub] = await client.batch([
-    [method, params],
-    ['subscribe', { request: name, events: ['progress'] }],
-  ]);
+  const [started] = await client.batch([[method, params]]);
   if ('error' in started) {
     client._discardNotificationsAbout(name);
     const e = started.error;
@@ -52,10 +49,7 @@ async function runTransfer(client, method, params, { onProgress, timeout } = {})
       }
     }
   } finally {
-    const calls = [];
-    if (sub && sub.result) calls.push(['unsubscribe', { subscription: sub.result.subscription }]);
-    calls.push(['release', { request: name }]);
-    await client.batch(calls).catch(() => {});
+    await client.batch([['release', { request: name }]]).catch(() => {});
     client._discardNotificationsAbout(name);
   }
 }

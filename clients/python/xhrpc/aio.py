@@ -49,7 +49,7 @@ from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT
                      _socket_connect_params, _socket_create_params, _socket_error, _socket_event,
                      _socket_read_params, _socket_write_params, _SocketBuffer, _Source, _status_calls,
                      _unlink_quietly, _until, default_socket_path, encode, TransferProgressCallback,
-                     _transfer_calls, _transfer_event, _transfer_handle, _transfer_params, _transfer_result,
+                     _transfer_event, _transfer_handle, _transfer_params, _transfer_result,
                      _upload_body)
 from .client import _subscribe_params
 from .client import _credential_params
@@ -797,16 +797,15 @@ class AsyncClient:
     async def _run_transfer(self, method: str, params: Dict[str, Any],
                             on_progress: Optional[TransferProgressCallback], timeout: Optional[float],
                             path: Optional[str]) -> Dict[str, Any]:
+        # The calling connection is told the transfer's state changes and its progress
+        # (the server's upload and download), so no subscription is needed.
         name = params["request"]
-        responses = await self.batch(_transfer_calls(method, params))
-        subscription: Optional[str] = None
         try:
-            started = _result_of(responses[0])
+            started = await self.call(method, params)
         except RPCError:
             self._discard_notifications(name)
             raise
         try:
-            subscription = _result_of(responses[1]).get("subscription")
             wait = None if timeout is None else timeout + _ANSWER_MARGIN
             while True:
                 msg = await self.wait_notification(_transfer_event(name), timeout=wait)
@@ -817,7 +816,7 @@ class AsyncClient:
                 elif p.get("state") == 5:
                     return _transfer_result(name, p, started.get("path", path))
         finally:
-            await self._end_download(name, subscription)
+            await self._end_download(name, None)
 
     async def _end_download(self, name: str, subscription: Optional[str]) -> None:
         try:

@@ -730,12 +730,6 @@ def _upload_body(path: Optional[Union[str, "os.PathLike[str]"]], data: Optional[
     return {"dataBase64": base64.b64encode(raw).decode("ascii")}
 
 
-def _transfer_calls(method: str, params: Dict[str, Any]) -> List[BatchCall]:
-    """The server transfer and its progress subscription in one batch: calls run in
-    order, so the subscription exists before the first progress is reported."""
-    return [(method, params), ("subscribe", {"request": params["request"], "events": ["progress"]})]
-
-
 def _transfer_event(name: str) -> Callable[[Dict[str, Any]], bool]:
     def match(msg: Dict[str, Any]) -> bool:
         return _request_of(msg) == name and msg.get("method") in ("onProgress", "onStateChange")
@@ -1738,16 +1732,15 @@ class Client:
 
     def _run_transfer(self, method: str, params: Dict[str, Any], on_progress: Optional[TransferProgressCallback],
                       timeout: Optional[float], path: Optional[str]) -> Dict[str, Any]:
+        # The calling connection is told the transfer's state changes and its progress
+        # (the server's upload and download), so no subscription is needed.
         name = params["request"]
-        responses = self.batch(_transfer_calls(method, params))
-        subscription: Optional[str] = None
         try:
-            started = _result_of(responses[0])
+            started = self.call(method, params)
         except RPCError:
             self._discard_notifications(name)
             raise
         try:
-            subscription = _result_of(responses[1]).get("subscription")
             wait = _answer_timeout(timeout)
             while True:
                 msg = self.wait_notification(_transfer_event(name), wait)
@@ -1758,7 +1751,7 @@ class Client:
                 elif p.get("state") == 5:
                     return _transfer_result(name, p, started.get("path", path))
         finally:
-            self._end_download(name, subscription)
+            self._end_download(name, None)
 
     def _end_download(self, name: str, subscription: Optional[str]) -> None:
         try:
