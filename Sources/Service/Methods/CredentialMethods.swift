@@ -59,13 +59,7 @@ extension Server {
     /// port defaults to the scheme's) and `realm?` (absent: any realm of the origin).
     private static func protectionSpace(_ p: Params) throws(RPCError) -> ProtectionSpace {
         let scheme = try p.optionalWord("scheme", oneOf: ["https", "http"]) ?? "https"
-        let host = try p.string("host")
-        let bare = ProtectionSpace.normalizedHost(host)
-        guard !bare.isEmpty, bare.utf8.count <= 253,
-              bare.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]\\".unicodeScalars.contains($0) })
-        else {
-            throw RPCError.invalidParams("'host' must be a host name or an IP address (IPv6 with or without brackets), without spaces, '/', '@' or '?'")
-        }
+        let host = try HTTPSyntax.host(p)
         let port = Int(try p.optionalInt("port", in: 1...65535) ?? Int64(ProtectionSpace.defaultPort(scheme)))
         let realm = try p.optionalString("realm")
         if let realm {

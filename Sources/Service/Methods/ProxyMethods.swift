@@ -42,13 +42,7 @@ extension Server {
 
     /// The proxy of `enableHttpProxy`'s parameters, and of `fetch`'s `proxy`.
     static func proxySettings(_ p: Params) throws(RPCError) -> ProxySettings {
-        var host = try p.string("host")
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty, host.utf8.count <= 253,
-              host.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]\\".unicodeScalars.contains($0) })
-        else {
-            throw RPCError.invalidParams("'host' must be a host name or an IP address (IPv6 with or without brackets), without spaces, '/', '@' or '?'")
-        }
+        let host = try HTTPSyntax.host(p)
         let port = Int(try p.int("port", in: 1...65535))
         let auth = try p.optionalWord("auth", oneOf: ["BASIC", "DIGEST", "NTLM"]).flatMap(AuthScheme.init(rawValue:)) ?? .basic
         let user = try p.optionalString("user")

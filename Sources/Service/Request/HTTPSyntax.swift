@@ -68,6 +68,19 @@ enum HTTPSyntax {
         return ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH"].contains(upper) ? upper : m
     }
 
+    /// The `host` parameter of a proxy or a protection space: a host name or an IP
+    /// address (IPv6 with or without brackets), returned without brackets.
+    static func host(_ p: Params) throws(RPCError) -> String {
+        var host = try p.string("host")
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, host.utf8.count <= 253,
+              host.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"/?#@[]\\".unicodeScalars.contains($0) })
+        else {
+            throw RPCError.invalidParams("'host' must be a host name or an IP address (IPv6 with or without brackets), without spaces, '/', '@' or '?'")
+        }
+        return host
+    }
+
     /// A cheap shape check at `open`: an absolute http(s) URL with a host and, if given,
     /// a numeric port. libcurl parses the URL fully when the request is sent.
     static func checkURL(_ url: String) throws(RPCError) {
