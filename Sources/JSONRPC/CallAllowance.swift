@@ -31,10 +31,13 @@ public final class CallAllowance {
 
     /// Counts one call against this turn's allowance: false when it is spent, or when
     /// the caller has run its share (`slice` calls since it last read or resumed) and
-    /// other connections wait.
-    func take(slice: Int) -> Bool {
-        guard used < CallAllowance.perTurn else { return false }
-        if slice >= CallAllowance.perSlice, !waiting.isEmpty { return false }
+    /// other connections wait. The first call of a new read always runs (`fresh`), so a
+    /// connection that was not waiting (a monitor's single call) is answered this turn
+    /// rather than queued behind those with thousands: a turn runs at most `perTurn`
+    /// calls plus one per connection that read.
+    func take(slice: Int, fresh: Bool) -> Bool {
+        guard fresh || used < CallAllowance.perTurn else { return false }
+        if !fresh, slice >= CallAllowance.perSlice, !waiting.isEmpty { return false }
         used += 1
         if !prepare.isActive { prepare.start { [unowned self] in turnEnded() } }
         return true

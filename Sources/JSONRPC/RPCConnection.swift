@@ -49,8 +49,10 @@ public final class RPCConnection: RPCPeer {
     /// The backlog waits for the next turn's allowance of calls (`CallAllowance`), not for
     /// the client to read.
     private var waitingForTurn = false
-    /// Calls run since the last read or resumption (`CallAllowance.take`).
+    /// Calls run since the last read or resumption, and whether they came from a read
+    /// (`CallAllowance.take`).
     private var slice = 0
+    private var reading = false
     private var eofReceived = false
     private var deferredCalls = 0
     public private(set) var bytesIn: UInt64 = 0
@@ -100,7 +102,9 @@ public final class RPCConnection: RPCPeer {
         bytesIn += UInt64(bytes.count)
         slice = 0
         collecting = true
+        reading = true
         handle(decoder.feed(bytes)[...])
+        reading = false
         collecting = false
         flush()
         runBacklog()
@@ -125,7 +129,7 @@ public final class RPCConnection: RPCPeer {
                 pauseReading()
                 return
             }
-            if let allowance = coalescer?.calls, !allowance.take(slice: slice) {
+            if let allowance = coalescer?.calls, !allowance.take(slice: slice, fresh: slice == 0 && reading) {
                 backlog = rest
                 pauseReading()
                 waitingForTurn = true
