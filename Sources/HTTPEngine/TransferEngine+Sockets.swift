@@ -113,6 +113,7 @@ extension TransferEngine {
         guard fd >= 0 else { return }
         if what == Curl.pollRemove {
             guard let w = watch(fd) else { return }
+            if w.openedByEngine, w.watching { unwatchedSockets += 1 }
             w.watching = false
             if !w.openedByEngine { closeWatch(fd: fd) }
             return
@@ -121,6 +122,7 @@ extension TransferEngine {
         if what & Curl.pollIn != 0 { events.insert(.readable) }
         if what & Curl.pollOut != 0 { events.insert(.writable) }
         let w = watch(fd) ?? setWatch(fd, openedByEngine: false)
+        if w.openedByEngine, !w.watching { unwatchedSockets -= 1 }
         w.events = events
         w.watching = true
         w.lastUser = easy
@@ -237,6 +239,7 @@ extension TransferEngine {
             self.socketReady(fd, status, events)
         }
         watches[i] = w
+        if openedByEngine { unwatchedSockets += 1 }
         return w
     }
 
@@ -245,6 +248,7 @@ extension TransferEngine {
     func closeWatch(fd: curl_socket_t) {
         guard let w = watch(fd) else { return }
         watches[Int(fd)] = nil
+        if w.openedByEngine, !w.watching { unwatchedSockets -= 1 }
         if let poll = w.poll {
             w.poll = nil
             poll.close(handles.closedCallback)

@@ -15,7 +15,8 @@ import Logging
 ///   a connection), capped by `EngineOptions`. Cleaned up in `shutdown`.
 /// - One `Timer` for libcurl's timeout (`CURLMOPT_TIMERFUNCTION`), one for work
 ///   deferred to the next turn (`resume`, failed polls), and one for the transfers'
-///   own timeouts (`TransferEngine+Pause.swift`).
+///   own timeouts (`TransferEngine+Pause.swift`); one prepare handle that lets a bounded
+///   number of started transfers join the multi per turn (`TransferEngine+Admission.swift`).
 /// - One `Poll` per socket (see `TransferEngine+Sockets.swift`), restarted when
 ///   libcurl's interest changes, stopped lazily when libcurl stops watching, and closed
 ///   only when libcurl closes the socket.
@@ -28,7 +29,8 @@ import Logging
 /// `curl_multi_socket_action` (body, head, progress), where libcurl forbids adding or
 /// removing handles. So while libcurl is on the stack (`inCurl`), `start` queues the add,
 /// `cancel` silences the transfer at once and queues the removal, and `shutdown` waits;
-/// the queues are worked off as soon as libcurl returns (`afterCurl`). No delegate is
+/// the queues are worked off as soon as libcurl returns (`afterCurl`; the adds within
+/// the turn's allowance, the rest on later turns). No delegate is
 /// ever called synchronously from `start`, `cancel`, `resume` or `shutdown`.
 ///
 /// Confined to the loop's thread.
@@ -56,6 +58,9 @@ public final class TransferEngine {
 
     /// Socket watches, indexed by descriptor (descriptors are small and dense).
     var watches: [SocketWatch?] = []
+    /// How many of the sockets the engine opened libcurl is not watching: at least every
+    /// idle connection in its cache (`skipsConnectionSearch`).
+    var unwatchedSockets = 0
 
     /// Transfers started and not yet completed or cancelled; holds the strong reference
     /// libcurl's callbacks rely on.
@@ -70,7 +75,14 @@ public final class TransferEngine {
 
     /// True while a libcurl call that may run transfer callbacks is on the stack.
     var inCurl = false
+    /// Transfers waiting to join the multi (`TransferEngine+Admission.swift`), from
+    /// `pendingAddsHead` on.
     var pendingAdds: [Transfer] = []
+    var pendingAddsHead = 0
+    /// Transfers that joined the multi this loop turn; the admission handle resets it.
+    var admittedThisTurn = 0
+    /// Runs once per loop turn while transfers join or wait (`endAdmissionTurn`).
+    let admissionHandle: Prepare
     var pendingRemovals: [Transfer] = []
     var pendingResumes: [Transfer] = []
     var pendingSocketErrors: [curl_socket_t] = []
@@ -89,6 +101,9 @@ public final class TransferEngine {
     lazy var timeoutTimerFired: () -> Void = { [unowned self] in
         self.timeoutsDue()
     }
+    lazy var admissionTurnEnded: () -> Void = { [unowned self] in
+        self.endAdmissionTurn()
+    }
 
     /// Makes the multi handle and the three timers. Throws when libcurl or libuv cannot
     /// (out of memory, a closed loop); nothing is left open then.
@@ -99,11 +114,12 @@ public final class TransferEngine {
             throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_multi_init failed: out of memory")
         }
         multi = MultiHandle(raw: m)
-        let t1: Timer, t2: Timer, t3: Timer
+        let t1: Timer, t2: Timer, t3: Timer, p: Prepare
         do {
             t1 = try Timer(loop: loop)
             do { t2 = try Timer(loop: loop) } catch { t1.close(); throw error }
             do { t3 = try Timer(loop: loop) } catch { t1.close(); t2.close(); throw error }
+            do { p = try Prepare(loop: loop) } catch { t1.close(); t2.close(); t3.close(); throw error }
         } catch {
             curl_multi_cleanup(m)
             throw error
@@ -111,6 +127,8 @@ public final class TransferEngine {
         curlTimer = t1
         deferredTimer = t2
         timeoutTimer = t3
+        admissionHandle = p
+        handles.opened()
         handles.opened()
         handles.opened()
         handles.opened()
@@ -182,9 +200,8 @@ public final class TransferEngine {
             timed[ObjectIdentifier(t)] = t
             armTimeout(for: t)
         }
-        if inCurl {
-            t.state = .waitingToAdd
-            pendingAdds.append(t)
+        guard !inCurl, admitsNow() else {
+            enqueue(t)
             return
         }
         if let failure = add(t) { throw failure }
@@ -192,8 +209,9 @@ public final class TransferEngine {
 
     /// Adds a configured transfer to the multi. On failure the transfer is taken back
     /// out of `active` and the failure returned.
-    private func add(_ t: Transfer) -> TransferFailure? {
+    func add(_ t: Transfer) -> TransferFailure? {
         guard let slot = t.slot else { return TransferFailure(CURLE_FAILED_INIT, "Transfer has no handle") }
+        if skipsConnectionSearch(t) { try? slot.easy.set(CURLOPT_FRESH_CONNECT, 1) }
         let rc = curl_multi_add_handle(multi.raw, slot.easy.raw)
         guard rc == CURLM_OK else {
             t.state = .cancelled
@@ -219,8 +237,7 @@ public final class TransferEngine {
         case .idle, .finished, .cancelled:
             return
         case .waitingToAdd:
-            t.state = .cancelled
-            pendingAdds.removeAll { $0 === t }
+            t.state = .cancelled  // skipped when its turn to join comes
             detach(t)
         case .running:
             t.state = .cancelled
@@ -300,17 +317,7 @@ public final class TransferEngine {
             for t in removals { detach(t) }
         }
         drainMessages()
-        if !pendingAdds.isEmpty {
-            let adds = pendingAdds
-            pendingAdds = []
-            for t in adds where t.state == .waitingToAdd {
-                if let failure = add(t) {
-                    // `start` already returned: the failure can only be reported as the
-                    // transfer's completion.
-                    t.delegate?.transfer(t, completedWith: failure)
-                }
-            }
-        }
+        admitWaiting()
         if !pendingShutdown.isEmpty {
             let completions = pendingShutdown
             pendingShutdown = []
@@ -456,6 +463,7 @@ public final class TransferEngine {
             detach(t)
         }
         pendingAdds = []
+        pendingAddsHead = 0
         pendingRemovals = []
         pendingResumes = []
         pendingSocketErrors = []
@@ -470,6 +478,7 @@ public final class TransferEngine {
         curlTimer.close(handles.closedCallback)
         deferredTimer.close(handles.closedCallback)
         timeoutTimer.close(handles.closedCallback)
+        admissionHandle.close(handles.closedCallback)
         timed = [:]
         handles.whenAllClosed(completion)
     }

@@ -46,6 +46,13 @@ public final class RPCConnection: RPCPeer {
     /// (`drained`): so a client that pipelines calls with large replies and does not
     /// read holds the server to about that much, not to all of one read's replies.
     private var backlog: ArraySlice<JSONStreamEvent> = []
+    /// The backlog waits for the next turn's allowance of calls (`CallAllowance`), not for
+    /// the client to read.
+    private var waitingForTurn = false
+    /// Calls run since the last read or resumption, and whether they came from a read
+    /// (`CallAllowance.take`).
+    private var slice = 0
+    private var reading = false
     private var eofReceived = false
     private var deferredCalls = 0
     public private(set) var bytesIn: UInt64 = 0
@@ -93,8 +100,11 @@ public final class RPCConnection: RPCPeer {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         bytesIn += UInt64(bytes.count)
+        slice = 0
         collecting = true
+        reading = true
         handle(decoder.feed(bytes)[...])
+        reading = false
         collecting = false
         flush()
         runBacklog()
@@ -116,13 +126,18 @@ public final class RPCConnection: RPCPeer {
             guard isOpen else { return }
             if outBuffer.count + stream.pendingWriteBytes > limits.pauseReadingBytes {
                 backlog = rest
-                if !readingPaused, !eofReceived {
-                    readingPaused = true
-                    stream.stopReading()
-                }
+                pauseReading()
+                return
+            }
+            if let allowance = coalescer?.calls, !allowance.take(slice: slice, fresh: slice == 0 && reading) {
+                backlog = rest
+                pauseReading()
+                waitingForTurn = true
+                allowance.wait(self)
                 return
             }
             rest = rest.dropFirst()
+            slice += 1
             switch event {
             case .value(let v):
                 dispatcher.dispatch(v, from: self)
@@ -191,10 +206,7 @@ public final class RPCConnection: RPCPeer {
         stream.write(outBuffer)
         outBuffer.removeAll(keepingCapacity: outBuffer.capacity <= 1 << 20)
         guard admits(replyBytes: 0) else { return }
-        if stream.pendingWriteBytes > limits.pauseReadingBytes, !readingPaused, !eofReceived {
-            readingPaused = true
-            stream.stopReading()
-        }
+        if stream.pendingWriteBytes > limits.pauseReadingBytes { pauseReading() }
     }
 
     /// Closes the connection when what is queued for it and `bytes` more would pass
@@ -206,10 +218,26 @@ public final class RPCConnection: RPCPeer {
         return false
     }
 
+    private func pauseReading() {
+        if !readingPaused, !eofReceived {
+            readingPaused = true
+            stream.stopReading()
+        }
+    }
+
+    /// The allowance of calls was renewed: go on with the backlog, or, while replies
+    /// still wait for the client, let `drained` go on once it has read them.
+    func resumeCalls() {
+        waitingForTurn = false
+        slice = 0
+        if isOpen, stream.pendingWriteBytes == 0 { drained() }
+    }
+
     /// Runs the calls held back (`backlog`) while their replies go straight to the
-    /// kernel; stops once some wait, for `drained` to call it again.
+    /// kernel; stops once some wait, for `drained` to call it again, or once the turn's
+    /// allowance of calls is spent, for `resumeCalls`.
     private func runBacklog() {
-        while !backlog.isEmpty, isOpen, stream.pendingWriteBytes == 0 {
+        while !backlog.isEmpty, isOpen, !waitingForTurn, stream.pendingWriteBytes == 0 {
             let events = backlog
             backlog = []
             collecting = true

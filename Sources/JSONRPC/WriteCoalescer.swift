@@ -7,9 +7,13 @@ import EventLoop
 public final class WriteCoalescer {
     private let prepare: Prepare
     private var pending: [RPCConnection] = []
+    /// The connections' shared allowance of calls per turn (it lives here because the
+    /// coalescer is the server's one per-loop helper for its connections).
+    let calls: CallAllowance
 
     public init(loop: Loop) throws {
         prepare = try Prepare(loop: loop)
+        do { calls = try CallAllowance(loop: loop) } catch { prepare.close(); throw error }
     }
 
     /// Asks for `connection`'s queued bytes to be written this turn.
@@ -32,5 +36,6 @@ public final class WriteCoalescer {
         pending = []
         for c in due { c.flushScheduled() }
         prepare.close()
+        calls.close()
     }
 }

@@ -1,0 +1,74 @@
+import CCurl
+
+/// How many started transfers join the multi per loop turn.
+///
+/// A transfer that joins the multi connects and sends its request on libcurl's next run
+/// (a 0 ms timeout, the next turn), all of them in one `curl_multi_socket_action` call.
+/// 10,000 fetches written at once were all started within a few turns, and libcurl then
+/// opened 10,000 connections in one call while the loop served nothing else for seconds
+/// (`Benchmarks/README.md`, `inflight`). So at most `admissionsPerTurn` transfers join per
+/// turn; the rest wait in `pendingAdds`, in the order they were started, and the
+/// admission handle (a libuv prepare handle: it runs once per turn, before the loop
+/// polls) lets the next ones in. Every started transfer still runs, in order, and the
+/// loop's other work (other connections' calls, data on running transfers) goes on
+/// between the slices. Transfers started while libcurl is on the stack wait in the same
+/// queue (see `TransferEngine`).
+///
+/// A waiting transfer is `waitingToAdd`: `cancel` silences it at once and it is skipped
+/// when its turn comes; its timeout clock runs from `start`, as for any other.
+extension TransferEngine {
+    /// At most this many transfers join the multi per loop turn.
+    static let admissionsPerTurn = 16
+
+    /// Transfers started and still waiting to join the multi (cancelled ones leave when
+    /// their turn comes).
+    var waitingToJoin: Int { pendingAdds.count - pendingAddsHead }
+
+    /// Whether `t`, started outside libcurl's callbacks, may join the multi now: nothing
+    /// started before it is still waiting and this turn has room. Counts it if so.
+    func admitsNow() -> Bool {
+        guard waitingToJoin == 0, admittedThisTurn < TransferEngine.admissionsPerTurn else { return false }
+        admitted()
+        return true
+    }
+
+    /// Queues `t` to join the multi on a later admission.
+    func enqueue(_ t: Transfer) {
+        t.state = .waitingToAdd
+        pendingAdds.append(t)
+        if !admissionHandle.isActive { admissionHandle.start(admissionTurnEnded) }
+    }
+
+    /// Adds waiting transfers while this turn has room. Called once libcurl returned and
+    /// at the end of every turn (with a fresh allowance). A failure to add can only be
+    /// reported as the transfer's completion: its `start` returned long ago.
+    func admitWaiting() {
+        while isOpen, pendingAddsHead < pendingAdds.count, admittedThisTurn < TransferEngine.admissionsPerTurn {
+            let t = pendingAdds[pendingAddsHead]
+            pendingAddsHead += 1
+            guard t.state == .waitingToAdd else { continue }
+            admitted()
+            if let failure = add(t) { t.delegate?.transfer(t, completedWith: failure) }
+        }
+        if pendingAddsHead == pendingAdds.count {
+            pendingAdds.removeAll(keepingCapacity: pendingAdds.capacity <= 1024)
+            pendingAddsHead = 0
+        }
+    }
+
+    private func admitted() {
+        admittedThisTurn += 1
+        if !admissionHandle.isActive { admissionHandle.start(admissionTurnEnded) }
+    }
+
+    /// The admission handle's callback, once per turn while there is anything to count
+    /// or to admit: a new turn's allowance, then the next waiting transfers. It stops once
+    /// a turn admitted nothing and nothing waits.
+    func endAdmissionTurn() {
+        guard isOpen else { return }
+        let admittedBefore = admittedThisTurn
+        admittedThisTurn = 0
+        admitWaiting()
+        if admittedBefore == 0, admittedThisTurn == 0, waitingToJoin == 0 { admissionHandle.stop() }
+    }
+}

@@ -1,0 +1,34 @@
+import CCurl
+
+/// When libcurl need not look for a cached connection to reuse.
+///
+/// libcurl 7.88 looks for one (`ConnectionExists`) by walking every connection it holds
+/// to the transfer's host, in use or not, each time a transfer connects. With thousands
+/// of transfers running to one host that walk is quadratic: 10,000 fetches started at
+/// once to a slow upstream spent about 70% of a multi-second loop stall in it
+/// (`Benchmarks/README.md`, `inflight`). The walk can only find an idle connection, or an
+/// in-use one that multiplexes; when neither can exist, `CURLOPT_FRESH_CONNECT` skips it
+/// and the transfer opens the connection it would have opened anyway.
+///
+/// - Idle: a connection libcurl keeps idle in its cache is one whose socket it stopped
+///   watching (`CURL_POLL_REMOVE` once its transfer ended); every socket is opened by the
+///   engine (`openSocket`), which counts those libcurl is not watching
+///   (`unwatchedSockets`). The count also takes in paused transfers' sockets and sockets
+///   not yet watched, so it overstates the idle ones and errs towards the walk.
+/// - Multiplexing: only an HTTP/2 connection is shared while in use, and the engine
+///   offers HTTP/2 only over TLS, to a transfer that allows multiplexing.
+/// - A cap on connections per host (`maxHostConnections`) makes transfers wait in
+///   libcurl for a connection to come free, and such a transfer must then reuse it:
+///   with a cap the search always runs.
+///
+/// Decided when the transfer joins the multi; it connects on libcurl's next run, in the
+/// same or the next loop turn. A connection another transfer leaves idle in between is
+/// not used by this one (it stays cached for the next). libcurl's own redirects and
+/// authentication rounds reuse their connection regardless, and a redirect the engine
+/// follows configures the handle afresh without this.
+extension TransferEngine {
+    func skipsConnectionSearch(_ t: Transfer) -> Bool {
+        guard unwatchedSockets == 0, options.maxHostConnections == 0 else { return false }
+        return !t.hop.multiplexing || t.origin?.scheme != "https"
+    }
+}

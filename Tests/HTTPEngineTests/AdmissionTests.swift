@@ -1,0 +1,92 @@
+import Testing
+@testable import HTTPEngine
+
+/// Started transfers join the multi at most `admissionsPerTurn` a loop turn, in the
+/// order they were started; all of them run and complete.
+@Suite struct AdmissionTests {
+    func joined(_ pairs: [(Transfer, Recorder)]) -> Int {
+        pairs.filter { $0.0.state != .waitingToAdd }.count
+    }
+
+    @Test func startsJoinTheMultiInSlicesPerTurn() throws {
+        let h = try Harness()
+        let n = TransferEngine.admissionsPerTurn
+        var pairs: [(Transfer, Recorder)] = []
+        for i in 0..<(3 * n) {
+            pairs.append(try h.start(TransferRequest(url: h.url("/bytes/\(100 + i)")), Recorder(expectingSeed: 0)))
+        }
+        // Within the turn they were started in: the first slice joined, the rest wait.
+        #expect(joined(pairs) == n)
+        #expect(pairs.prefix(n).allSatisfy { $0.0.state == .running })
+        #expect(h.engine.waitingToJoin == 2 * n)
+        #expect(h.engine.activeTransfers == 3 * n)
+        // One more turn lets one more slice in, the next in line.
+        h.loop.runNoWait()
+        #expect(joined(pairs) == 2 * n)
+        #expect(pairs.prefix(2 * n).allSatisfy { $0.0.state != .waitingToAdd })
+        h.run(seconds: 30) { pairs.allSatisfy { $0.1.completions > 0 } }
+        for (i, (_, r)) in pairs.enumerated() {
+            #expect(r.succeeded && r.checker?.matches(count: 100 + i) == true, "transfer \(i)")
+        }
+        #expect(h.engine.waitingToJoin == 0)
+        pairs = []
+        #expect(try h.finish() == [])
+    }
+
+    /// A waiting transfer that is cancelled never joins and is never heard from; the
+    /// others are not held up by it.
+    @Test func cancelledWhileWaitingNeverJoins() throws {
+        let h = try Harness()
+        let n = TransferEngine.admissionsPerTurn
+        var pairs: [(Transfer, Recorder)] = []
+        for _ in 0..<(2 * n) { pairs.append(try h.start(TransferRequest(url: h.url("/bytes/10")))) }
+        let waiting = pairs[n + 1]
+        #expect(waiting.0.state == .waitingToAdd)
+        h.engine.cancel(waiting.0)
+        #expect(waiting.0.state == .cancelled)
+        let others = pairs.filter { $0.0 !== waiting.0 }
+        h.run(seconds: 30) { others.allSatisfy { $0.1.completions > 0 } }
+        #expect(others.allSatisfy { $0.1.succeeded })
+        h.idle(seconds: 0.2)
+        #expect(waiting.1.completions == 0 && waiting.1.order.isEmpty)
+        #expect(h.engine.activeTransfers == 0 && h.engine.waitingToJoin == 0)
+        pairs = []
+        #expect(try h.finish() == [])
+    }
+}
+
+/// libcurl's search of its connections for one to reuse is skipped only when it cannot
+/// find one: no idle connection, no HTTP/2 to share, no per-host cap to wait for.
+@Suite struct ConnectionSearchTests {
+    func transfer(_ url: String, multiplexing: Bool = true) throws -> Transfer {
+        var request = TransferRequest(url: url)
+        request.multiplexing = multiplexing
+        let t = Transfer(request: request, delegate: Recorder())
+        t.origin = try TransferEngine.validate(url: url)
+        return t
+    }
+
+    @Test func skippedOnlyWhenNothingCouldBeReused() throws {
+        let h = try Harness()
+        #expect(h.engine.skipsConnectionSearch(try transfer(h.url("/x"))))
+        #expect(!h.engine.skipsConnectionSearch(try transfer("https://127.0.0.1:1/x")))
+        #expect(h.engine.skipsConnectionSearch(try transfer("https://127.0.0.1:1/x", multiplexing: false)))
+        // A finished transfer leaves its connection idle in the cache: search for it.
+        let r = try h.fetch("/bytes/10")
+        #expect(r.succeeded)
+        #expect(!h.engine.skipsConnectionSearch(try transfer(h.url("/x"))))
+        // ... and the next one reuses it.
+        let (t, r2) = try h.start(TransferRequest(url: h.url("/bytes/10")))
+        h.run(seconds: 10) { r2.completions > 0 }
+        #expect(r2.succeeded && t.metrics?.connectionsOpened == 0)
+        #expect(try h.finish() == [])
+    }
+
+    @Test func alwaysSearchedUnderAHostCap() throws {
+        var options = EngineOptions()
+        options.maxHostConnections = 2
+        let h = try Harness(options: options)
+        #expect(!h.engine.skipsConnectionSearch(try transfer(h.url("/x"))))
+        #expect(try h.finish() == [])
+    }
+}
