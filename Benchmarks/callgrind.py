@@ -66,7 +66,7 @@ def main():
     port = run.free_port()
     access_log = os.path.join(tmp, "access.log")
     with open(os.path.join(tmp, "nginx.conf"), "w") as f:
-        f.write(run.NGINX_CONF.format(tmp=tmp, port=port).replace("access_log off;", f"access_log {access_log};"))
+        f.write(run.NGINX_CONF.format(tmp=tmp, port=port, root=os.path.join(tmp, "www")).replace("access_log off;", f"access_log {access_log};"))
     url = f"http://127.0.0.1:{port}/1k"
     sock = os.path.join(tmp, "x.sock")
     nginx = server = None
