@@ -156,6 +156,19 @@ public final class RPCConnection: RPCPeer {
         guard isOpen else { return }
         JSON.encode(message, into: &outBuffer)
         outBuffer.append(UInt8(ascii: "\n"))
+        messageQueued()
+    }
+
+    /// Queues one message encoded already, and a newline.
+    public func send(encoded message: EncodedJSON) {
+        guard isOpen else { return }
+        outBuffer.append(contentsOf: message.bytes)
+        outBuffer.append(UInt8(ascii: "\n"))
+        messageQueued()
+    }
+
+    /// Writes what is queued now, or at the end of the read or of the loop turn.
+    private func messageQueued() {
         guard !collecting else { return }
         if let coalescer {
             if !flushScheduledThisTurn {

@@ -37,13 +37,14 @@ struct StringEscapeTests {
         #expect(try JSON.decode(encoded) == .string(all))
     }
 
-    /// The encoder skips text eight bytes at a time: an escape is found at every offset
-    /// of a word, in the word-sized part and in the tail, next to non-ASCII text too.
+    /// An escape is found at every offset, next to non-ASCII text too, in strings short
+    /// enough for the writer's own scan and long enough for `strcspn` (the switch is at
+    /// `JSONWriter.shortStringBytes`, 64 bytes; "é" is two).
     @Test func escapesAreFoundAtEveryOffset() {
         let escapes: [(Character, String)] = [("\"", #"\""#), ("\\", #"\\"#), ("\n", #"\n"#), ("\u{1F}", #"\u001F"#),
                                               ("\u{0}", #"\u0000"#)]
         for (raw, escaped) in escapes {
-            for length in [1, 7, 8, 9, 16, 17, 23] {
+            for length in [1, 7, 8, 9, 16, 17, 23, 42, 43, 63, 64, 65, 100] {
                 for at in 0..<length {
                     let filler = at % 2 == 0 ? "x" : "é"
                     var text = "", expected = ""

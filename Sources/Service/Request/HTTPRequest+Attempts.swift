@@ -290,7 +290,22 @@ extension HTTPRequest {
     /// seen, no hashing. Past `indexedHeaderCount` names an index by lower-cased name takes
     /// over, so that an upstream sending thousands of headers does not cost n².
     static func headerObject(_ headers: [(name: String, value: String)]) -> JSONObject {
+        let merged = mergedHeaders(headers)
+        return JSONObject(distinctMembers: zip(merged.names, merged.values).map { ($0, .string($1)) })
+    }
+
+    /// The same object written in place (fetch's result): `headerObject`'s members, in
+    /// its order, without building it.
+    static func writeHeaderObject(_ headers: [(name: String, value: String)], into object: inout JSONObjectWriter) {
+        let merged = mergedHeaders(headers)
+        for (name, value) in zip(merged.names, merged.values) { object.add(name, string: value) }
+    }
+
+    /// The names and values of `headerObject`, repeats joined.
+    private static func mergedHeaders(_ headers: [(name: String, value: String)]) -> (names: [String], values: [String]) {
         var names: [String] = [], values: [String] = []
+        names.reserveCapacity(headers.count)
+        values.reserveCapacity(headers.count)
         var index: [String: Int]?  // by lower-cased name, once there are many
         for h in headers {
             if index == nil, names.count > indexedHeaderCount {
@@ -306,7 +321,7 @@ extension HTTPRequest {
             }
         }
         // Names that differ when lower-cased differ as given.
-        return JSONObject(distinctMembers: zip(names, values).map { ($0, .string($1)) })
+        return (names, values)
     }
 
     static let indexedHeaderCount = 32
