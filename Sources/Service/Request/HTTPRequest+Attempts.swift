@@ -306,18 +306,30 @@ extension HTTPRequest {
         var names: [String] = [], values: [String] = []
         names.reserveCapacity(headers.count)
         values.reserveCapacity(headers.count)
+        // The byte length of each ASCII name seen (nil for another): two ASCII names of
+        // different lengths differ in any case, which settles nearly every comparison
+        // without `HeaderName.equal`.
+        var asciiLengths: [Int?] = []
+        asciiLengths.reserveCapacity(headers.count)
         var index: [String: Int]?  // by lower-cased name, once there are many
         for h in headers {
             if index == nil, names.count > indexedHeaderCount {
                 index = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1.lowercased(), $0) })
             }
-            let seen = if let index { index[h.name.lowercased()] } else { names.firstIndex { HeaderName.equal($0, h.name) } }
+            let asciiLength = h.name.utf8.allSatisfy { $0 < 0x80 } ? h.name.utf8.count : nil
+            let seen = if let index { index[h.name.lowercased()] } else {
+                names.indices.first { i in
+                    if let a = asciiLengths[i], let b = asciiLength, a != b { return false }
+                    return HeaderName.equal(names[i], h.name)
+                }
+            }
             if let seen {
                 values[seen] += ", " + h.value
             } else {
                 index?[h.name.lowercased()] = names.count
                 names.append(h.name)
                 values.append(h.value)
+                asciiLengths.append(asciiLength)
             }
         }
         // Names that differ when lower-cased differ as given.
