@@ -16,14 +16,9 @@ public struct EncodedJSON: Sendable {
 
     /// The array of `elements`, as `JSON.encode` writes `.array` of their values.
     public static func array(_ elements: [EncodedJSON]) -> EncodedJSON {
-        var bytes: [UInt8] = [UInt8(ascii: "[")]
-        bytes.reserveCapacity(elements.reduce(2) { $0 + $1.bytes.count + 1 })
-        for (i, element) in elements.enumerated() {
-            if i > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(contentsOf: element.bytes)
-        }
-        bytes.append(UInt8(ascii: "]"))
-        return EncodedJSON(writtenBytes: bytes)
+        var array = JSONArrayWriter()
+        for element in elements { array.append(element) }
+        return array.finish()
     }
 
     /// The value again, for callers that need the tree (a test's peer, an error's data).
@@ -98,6 +93,27 @@ public struct JSONObjectWriter {
     /// Closes the object and hands over its text.
     public consuming func finish() -> EncodedJSON {
         bytes.append(UInt8(ascii: "}"))
+        return EncodedJSON(writtenBytes: bytes)
+    }
+}
+
+/// Writes a JSON array of values encoded already, one after another into one buffer (a
+/// batch's responses as they are answered), as `JSON.encode` writes `.array`.
+public struct JSONArrayWriter {
+    private var bytes: [UInt8] = [UInt8(ascii: "[")]
+    public private(set) var count = 0
+
+    public init() {}
+
+    public mutating func append(_ element: EncodedJSON) {
+        if count > 0 { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(contentsOf: element.bytes)
+        count += 1
+    }
+
+    /// Closes the array and hands over its text.
+    public consuming func finish() -> EncodedJSON {
+        bytes.append(UInt8(ascii: "]"))
         return EncodedJSON(writtenBytes: bytes)
     }
 }

@@ -126,7 +126,8 @@ final class DirectSink: ReplySink {
 /// notifications writes nothing at all, as the specification says.
 final class BatchSink: ReplySink {
     unowned let peer: RPCPeer
-    private var responses: [EncodedJSON] = []
+    /// The responses so far, written one after another as they are answered.
+    private var responses = JSONArrayWriter()
     private var outstanding: Int
     private var sealed = false
 
@@ -152,7 +153,9 @@ final class BatchSink: ReplySink {
 
     private func flushIfDone() {
         guard sealed, outstanding == 0 else { return }
-        if !responses.isEmpty, peer.isOpen { peer.send(encoded: .array(responses)) }
-        responses = []
+        // Taken out of the property first, so that closing the array does not copy it.
+        var done = JSONArrayWriter()
+        swap(&done, &responses)
+        if done.count > 0, peer.isOpen { peer.send(encoded: done.finish()) }
     }
 }
