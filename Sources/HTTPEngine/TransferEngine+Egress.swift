@@ -29,7 +29,7 @@ extension TransferEngine {
     /// Check 1 on the request URL's target; nil when there is no policy or it allows.
     func startDenial(_ target: URLTarget) -> TransferFailure? {
         guard let policy = options.egressPolicy else { return nil }
-        guard case let .denied(reason) = policy.checkDestination(host: target.host, port: target.port) else { return nil }
+        guard case let .denied(reason) = policy.checkDestination(target) else { return nil }
         log.notice("egress denied: \(reason)")
         return .egressDenied(reason)
     }

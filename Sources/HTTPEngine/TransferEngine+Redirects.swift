@@ -96,7 +96,7 @@ extension TransferEngine {
             if target.scheme != "http" && target.scheme != "https" {
                 reason = "the redirect to \(shown) uses the scheme \"\(target.scheme)\"; only http and https are spoken."
             } else if let policy = options.egressPolicy,
-                      case let .denied(why) = policy.checkDestination(host: target.host, port: target.port) {
+                      case let .denied(why) = policy.checkDestination(target) {
                 reason = "the redirect to \(shown) was refused: \(why)"
             } else {
                 return .success(resolved)

@@ -18,18 +18,23 @@ public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
     /// `http` or `https` for a URL the engine accepts, lower case; a redirect's target
     /// may carry any other scheme, which is how it gets refused (and then perhaps no
     /// host: `host` is empty).
-    public var scheme: String
+    public let scheme: String
     /// The host as libcurl reads it: a name, an IPv4 literal, or an IPv6 literal in
     /// brackets.
-    public var host: String
+    public let host: String
     /// The port given in the URL, else the scheme's default (80, 443).
-    public var port: Int
+    public let port: Int
+    /// The address `host` denotes when it is an IP literal (`IPAddress.parseLiteral`),
+    /// nil for a name. Read once here, so that the egress checks on this target
+    /// (`EgressPolicy.checkDestination`) do not read the host again.
+    public let literal: IPAddress?
 
     /// A target from parts already read.
     public init(scheme: String, host: String, port: Int) {
         self.scheme = scheme
         self.host = host
         self.port = port
+        self.literal = IPAddress.parseLiteral(host)
     }
 
     /// `scheme://host:port`, what messages show.

@@ -204,8 +204,19 @@ final class YajlValueParser {
         init(isObject: Bool) { self.isObject = isObject }
 
         mutating func add(_ value: JSONValue) {
-            if isObject { members.append((key, value)) } else { elements.append(value) }
+            if isObject {
+                if members.isEmpty { members.reserveCapacity(Self.typicalCount) }
+                members.append((key, value))
+            } else {
+                if elements.isEmpty { elements.reserveCapacity(Self.typicalCount) }
+                elements.append(value)
+            }
         }
+
+        /// Room made at a container's first member: a JSON-RPC call and its parameters
+        /// have a handful, which then cost one allocation instead of a regrowth at the
+        /// 1st, 2nd, 3rd and 5th (a larger container grows from here as usual).
+        static let typicalCount = 8
     }
 
     /// Text from yajl as a Swift string, or nil when the bytes are not well-formed UTF-8.

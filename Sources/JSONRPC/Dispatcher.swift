@@ -69,7 +69,7 @@ public final class Dispatcher {
         switch makeCall(value, peer: peer, sink: sink) {
         case .failure(let invalid):
             onError?(peer, invalid.error)
-            sink.deliver(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id])
+            sink.deliver(EncodedJSON(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id]))
             return
         case .success(let made):
             (call, paramError) = made

@@ -6,9 +6,10 @@ import JSON
 public protocol RPCPeer: AnyObject {
     /// Writes one message (a response, a batch array or a notification).
     func send(_ message: JSONValue)
-    /// Writes one message already encoded as compact JSON text (a batch's array, built
-    /// as its answers come).
-    func send(encoded message: [UInt8])
+    /// Writes one message already encoded (a response whose result was written with
+    /// `JSONObjectWriter`, a batch's array). A peer that does not implement it gets the
+    /// decoded value.
+    func send(encoded message: EncodedJSON)
     /// Whether replies of `bytes` more can still be queued for this peer. When they
     /// cannot, the peer has closed the connection: its client does not read what it is
     /// sent, or one batch asked for more than the out-queue holds.
@@ -24,6 +25,10 @@ public protocol RPCPeer: AnyObject {
 }
 
 extension RPCPeer {
+    public func send(encoded message: EncodedJSON) {
+        send(message.decoded())
+    }
+
     /// Sends a notification (`method` with `params`, no id).
     public func notify(_ method: String, _ params: JSONValue) {
         send(["jsonrpc": "2.0", "method": .string(method), "params": params])
@@ -66,14 +71,31 @@ public final class RPCCall {
 
     /// Answers with a result.
     public func reply(_ result: JSONValue) {
-        answer(["jsonrpc": "2.0", "result": result, "id": id ?? .null])
+        answer(response { $0.add("result", result) })
+    }
+
+    /// Answers with a result written already: the same message as `reply(_:)` with the
+    /// equal value, for results built on every request without a tree of values.
+    public func reply(encoded result: EncodedJSON) {
+        answer(response { $0.add("result", encoded: result) })
     }
 
     /// Answers with an error.
     public func fail(_ error: RPCError) {
         guard !isAnswered else { return }
         onError?(peer, error)
-        answer(["jsonrpc": "2.0", "error": error.json, "id": id ?? .null], error: error)
+        answer(response { $0.add("error", error.json) }, error: error)
+    }
+
+    /// The response message, written straight as bytes with the outcome (`result` or
+    /// `error`) between `jsonrpc` and `id`; nil for a notification, which gets none.
+    private func response(_ writeOutcome: (inout JSONObjectWriter) -> Void) -> EncodedJSON? {
+        guard !isNotification, !isAnswered else { return nil }
+        var message = JSONObjectWriter()
+        message.add("jsonrpc", string: "2.0")
+        writeOutcome(&message)
+        message.add("id", id ?? .null)
+        return message.finish()
     }
 
     func markDeferred() {
@@ -81,11 +103,11 @@ public final class RPCCall {
         peer.deferredCallStarted()
     }
 
-    private func answer(_ response: JSONValue, error: RPCError? = nil) {
+    private func answer(_ response: EncodedJSON?, error: RPCError? = nil) {
         guard !isAnswered else { return }
         isAnswered = true
         onAnswer?(self, error)
-        sink.deliver(isNotification ? Optional<JSONValue>.none : response)
+        sink.deliver(response)
         if isDeferred { peer.deferredCallEnded() }
     }
 }
@@ -93,14 +115,14 @@ public final class RPCCall {
 /// Where an answer goes: straight to the peer for a single call, or into the batch it
 /// belongs to, which is written as one array once its last call is answered.
 class ReplySink {
-    func deliver(_ response: JSONValue?) {}
+    func deliver(_ response: EncodedJSON?) {}
 }
 
 final class DirectSink: ReplySink {
     unowned let peer: RPCPeer
     init(peer: RPCPeer) { self.peer = peer }
-    override func deliver(_ response: JSONValue?) {
-        if let response, peer.isOpen { peer.send(response) }
+    override func deliver(_ response: EncodedJSON?) {
+        if let response, peer.isOpen { peer.send(encoded: response) }
     }
 }
 
@@ -114,8 +136,8 @@ final class DirectSink: ReplySink {
 /// instead of holding the event loop for seconds building the whole array first.
 final class BatchSink: ReplySink {
     unowned let peer: RPCPeer
-    /// `[` and the answers so far, comma-separated; empty until the first answer.
-    private var text: [UInt8] = []
+    /// The responses so far, written one after another as they are answered.
+    private var responses = JSONArrayWriter()
     private var outstanding: Int
     private var sealed = false
 
@@ -125,13 +147,12 @@ final class BatchSink: ReplySink {
     }
 
     /// Adds an answer that needs no call object (an invalid member of the batch).
-    func add(_ response: JSONValue) { deliver(response) }
+    func add(_ response: JSONValue) { deliver(EncodedJSON(response)) }
 
-    override func deliver(_ response: JSONValue?) {
+    override func deliver(_ response: EncodedJSON?) {
         if let response, peer.isOpen {
-            text.append(text.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
-            JSON.encode(response, into: &text)
-            if !peer.admits(replyBytes: text.count) { text = [] }
+            responses.append(response)
+            if !peer.admits(replyBytes: responses.byteCount) { responses = JSONArrayWriter() }
         }
         outstanding -= 1
         flushIfDone()
@@ -145,10 +166,9 @@ final class BatchSink: ReplySink {
 
     private func flushIfDone() {
         guard sealed, outstanding == 0 else { return }
-        if !text.isEmpty, peer.isOpen {
-            text.append(UInt8(ascii: "]"))
-            peer.send(encoded: text)
-        }
-        text = []
+        // Taken out of the property first, so that closing the array does not copy it.
+        var done = JSONArrayWriter()
+        swap(&done, &responses)
+        if done.count > 0, peer.isOpen { peer.send(encoded: done.finish()) }
     }
 }

@@ -170,19 +170,20 @@ public final class RPCConnection: RPCPeer {
     public func send(_ message: JSONValue) {
         guard isOpen else { return }
         JSON.encode(message, into: &outBuffer)
-        messageQueued()
-    }
-
-    public func send(encoded message: [UInt8]) {
-        guard isOpen else { return }
-        outBuffer.append(contentsOf: message)
-        messageQueued()
-    }
-
-    /// Ends the message just put in `outBuffer` and has it written: at the end of the
-    /// read being handled, or of the loop turn.
-    private func messageQueued() {
         outBuffer.append(UInt8(ascii: "\n"))
+        messageQueued()
+    }
+
+    /// Queues one message encoded already, and a newline.
+    public func send(encoded message: EncodedJSON) {
+        guard isOpen else { return }
+        outBuffer.append(contentsOf: message.bytes)
+        outBuffer.append(UInt8(ascii: "\n"))
+        messageQueued()
+    }
+
+    /// Writes what is queued now, or at the end of the read or of the loop turn.
+    private func messageQueued() {
         guard !collecting else { return }
         if let coalescer {
             if !flushScheduledThisTurn {

@@ -9,7 +9,6 @@ final class RecordingPeer: RPCPeer {
     var context: AnyObject?
     var deferred = 0
     func send(_ message: JSONValue) { sent.append(message) }
-    func send(encoded message: [UInt8]) { sent.append(try! JSON.decode(String(decoding: message, as: UTF8.self))) }
     func admits(replyBytes bytes: Int) -> Bool { isOpen }
     func deferredCallStarted() { deferred += 1 }
     func deferredCallEnded() { deferred -= 1 }

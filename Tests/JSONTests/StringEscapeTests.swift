@@ -38,12 +38,13 @@ struct StringEscapeTests {
     }
 
     /// The encoder copies the runs between escapes whole: an escape is found at every
-    /// offset, first and last included, next to non-ASCII text too.
+    /// offset, first and last included, next to non-ASCII text too, in strings shorter
+    /// and longer than the C scan's eight-byte words (`xh_json_unescaped_run`; "é" is two bytes).
     @Test func escapesAreFoundAtEveryOffset() {
         let escapes: [(Character, String)] = [("\"", #"\""#), ("\\", #"\\"#), ("\n", #"\n"#), ("\u{1F}", #"\u001F"#),
                                               ("\u{0}", #"\u0000"#)]
         for (raw, escaped) in escapes {
-            for length in [1, 7, 8, 9, 16, 17, 23, 24, 25, 40] {
+            for length in [1, 7, 8, 9, 16, 17, 23, 42, 43, 63, 64, 65, 100] {
                 for at in 0..<length {
                     let filler = at % 2 == 0 ? "x" : "é"
                     var text = "", expected = ""

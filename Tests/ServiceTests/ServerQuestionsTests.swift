@@ -13,7 +13,6 @@ import Testing
         var isOpen = true
         var context: AnyObject?
         func send(_ message: JSONValue) { sent.append(message) }
-        func send(encoded message: [UInt8]) { sent.append(try! JSON.decode(String(decoding: message, as: UTF8.self))) }
         func admits(replyBytes bytes: Int) -> Bool { isOpen }
         func deferredCallStarted() {}
         func deferredCallEnded() {}

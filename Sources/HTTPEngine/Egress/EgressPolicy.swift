@@ -72,7 +72,13 @@ public struct EgressPolicy: Sendable {
     /// should then also run `checkAddress` on `IPAddress.parseLiteral(host)` for a
     /// literal host: the proxy would otherwise reach 127.0.0.1 on its own machine.
     public func checkHost(_ host: String, port: Int) -> Decision {
-        if let address = IPAddress.parseLiteral(host) {
+        checkHost(host, literal: IPAddress.parseLiteral(host), port: port)
+    }
+
+    /// `checkHost` on a host already read as a literal: `literal` is
+    /// `IPAddress.parseLiteral(host)` (`URLTarget.literal`).
+    func checkHost(_ host: String, literal: IPAddress?, port: Int) -> Decision {
+        if let address = literal {
             return checkLiteralHost(host, address, port: port)
         }
         var name = host.lowercased()
@@ -88,22 +94,23 @@ public struct EgressPolicy: Sendable {
     }
 
     private func checkLiteralHost(_ host: String, _ address: IPAddress, port: Int) -> Decision {
-        var subject = Self.endpoint(host.lowercased(), port: port)
-        if Self.writtenForm(of: host) != address.description {
-            subject += ", which is \(address),"
+        // The host as the reasons name it, written only for a denial: the allowed
+        // request, the common one, builds no text.
+        func subject() -> String {
+            let subject = Self.endpoint(host.lowercased(), port: port)
+            return Self.writtenForm(of: host) == address.description ? subject : subject + ", which is \(address),"
         }
         let embedded = Self.embeddedIPv4(in: address)
         if let rule = denyPatterns.first(where: { $0.matches(address: address, port: port) }) {
-            return .denied(reason: "\(subject) matches the deny pattern \(rule).")
+            return .denied(reason: "\(subject()) matches the deny pattern \(rule).")
         }
         for inner in embedded {
             if let rule = denyPatterns.first(where: { $0.matches(address: inner.address, port: port) }) {
-                return .denied(reason: "\(subject) embeds \(inner.address), which matches the deny pattern \(rule).")
+                return .denied(reason: "\(subject()) embeds \(inner.address), which matches the deny pattern \(rule).")
             }
         }
-        let identities = [address] + embedded.filter(\.isDestination).map(\.address)
-        guard allowPatterns.isEmpty || allowCovers(identities, port: port) else {
-            return .denied(reason: "\(subject) matches no allow pattern.")
+        guard allowPatterns.isEmpty || allowCovers(address, embedded, port: port) else {
+            return .denied(reason: "\(subject()) matches no allow pattern.")
         }
         return .allowed
     }
@@ -115,8 +122,18 @@ public struct EgressPolicy: Sendable {
     /// connected to), and it is the only address check a literal gets when a proxy
     /// carries the request, since check (2) then sees the proxy's address.
     public func checkDestination(host: String, port: Int) -> Decision {
-        let decision = checkHost(host, port: port)
-        guard decision == .allowed, let address = IPAddress.parseLiteral(host) else { return decision }
+        checkDestination(host: host, literal: IPAddress.parseLiteral(host), port: port)
+    }
+
+    /// `checkDestination` on a URL's target, whose host was read as a literal once,
+    /// when the target was made.
+    func checkDestination(_ target: URLTarget) -> Decision {
+        checkDestination(host: target.host, literal: target.literal, port: target.port)
+    }
+
+    private func checkDestination(host: String, literal: IPAddress?, port: Int) -> Decision {
+        let decision = checkHost(host, literal: literal, port: port)
+        guard decision == .allowed, let address = literal else { return decision }
         let addressDecision = checkAddress(address, port: port)
         // Say which spelling was refused when it is not the address's own, so that
         // `0x7f.1` reads as the 127.0.0.1 it is.
@@ -153,22 +170,25 @@ public struct EgressPolicy: Sendable {
             }
         }
         for inner in embedded {
-            if let special = Self.specialRange(of: inner.address), !allowCovers([inner.address], port: port) {
+            if let special = Self.specialRange(of: inner.address), !allowCovers(inner.address, [], port: port) {
                 return .denied(reason: "\(address) embeds \(inner.address), which is in the special-purpose range \(special.range) (\(special.name)).")
             }
         }
         if let special = Self.specialRange(of: address) {
-            let identities = [address] + embedded.filter(\.isDestination).map(\.address)
-            if !allowCovers(identities, port: port) {
+            if !allowCovers(address, embedded, port: port) {
                 return .denied(reason: "\(address) is in the special-purpose range \(special.range) (\(special.name)).")
             }
         }
         return .allowed
     }
 
-    /// Whether an allow IP/CIDR pattern matches one of `addresses` on `port`.
-    private func allowCovers(_ addresses: [IPAddress], port: Int) -> Bool {
-        allowPatterns.contains { rule in addresses.contains { rule.matches(address: $0, port: port) } }
+    /// Whether an allow IP/CIDR pattern matches `address` or one of the IPv4 addresses
+    /// it embeds as its destination (its other identities) on `port`.
+    private func allowCovers(_ address: IPAddress, _ embedded: [EmbeddedIPv4], port: Int) -> Bool {
+        allowPatterns.contains { rule in
+            rule.matches(address: address, port: port)
+                || embedded.contains { $0.isDestination && rule.matches(address: $0.address, port: port) }
+        }
     }
 
     /// `host:port`, with brackets around an IPv6 host, as a URL would write it.

@@ -17,16 +17,21 @@ extension IPAddress {
     ///   decides which rules apply.
     /// Anything else (a part too large, `08`, five parts, a bracketed IPv4) is not a
     /// literal: libcurl treats it as a name, and so does the policy.
+    ///
+    /// It reads the bytes of the host, not its `Character`s: every literal is ASCII, and a
+    /// host with any other byte is not one whichever way it is read.
     public static func parseLiteral(_ host: String) -> IPAddress? {
-        var text = Substring(host)
-        if text.first == "[" {
-            guard text.count >= 2, text.last == "]" else { return nil }
-            text = text.dropFirst().dropLast()
-            return parseIPv6(droppingZone: text)
+        var host = host
+        return host.withUTF8 { text -> IPAddress? in
+            guard let first = text.first else { return nil }
+            if first == UInt8(ascii: "[") {
+                guard text.count >= 2, text[text.count - 1] == UInt8(ascii: "]") else { return nil }
+                return parseIPv6(droppingZone: Substring(decoding: text[1..<(text.count - 1)], as: UTF8.self))
+            }
+            if text.contains(UInt8(ascii: ":")) { return parseIPv6(droppingZone: Substring(decoding: text, as: UTF8.self)) }
+            let end = text[text.count - 1] == UInt8(ascii: ".") ? text.count - 1 : text.count
+            return parseLooseIPv4(UnsafeBufferPointer(rebasing: text[..<end])).map(IPAddress.v4)
         }
-        if text.contains(":") { return parseIPv6(droppingZone: text) }
-        if text.last == "." { text = text.dropLast() }
-        return parseLooseIPv4(text).map(IPAddress.v4)
     }
 
     /// An IPv6 address that may carry a zone (`fe80::1%25eth0` or `fe80::1%eth0`).
@@ -40,30 +45,44 @@ extension IPAddress {
 
     /// IPv4 as `inet_aton` reads it: one to four parts, each decimal, octal or hex.
     static func parseLooseIPv4(_ text: Substring) -> UInt32? {
-        let parts = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard (1...4).contains(parts.count) else { return nil }
+        var text = text
+        return text.withUTF8 { parseLooseIPv4($0) }
+    }
+
+    /// The same, on the text's bytes: this runs on the host of every request URL, so it
+    /// walks the bytes once instead of splitting them into arrays.
+    static func parseLooseIPv4(_ text: UnsafeBufferPointer<UInt8>) -> UInt32? {
         var value: UInt32 = 0
-        for (i, part) in parts.enumerated() {
-            guard let number = looseNumber(part) else { return nil }
-            let isLast = i == parts.count - 1
-            // Every part but the last is one byte; the last fills what is left.
-            let bits = isLast ? 8 * (5 - parts.count) : 8
-            guard number < UInt64(1) << bits else { return nil }
-            value = isLast ? value << bits | UInt32(number) : value << 8 | UInt32(number)
+        var parts = 0
+        var start = 0
+        while true {
+            var end = start
+            while end < text.count, text[end] != UInt8(ascii: ".") { end += 1 }
+            parts += 1
+            guard parts <= 4, let number = looseNumber(UnsafeBufferPointer(rebasing: text[start..<end])) else { return nil }
+            guard end < text.count else {
+                // The last part fills the bytes the others left.
+                let bits = 8 * (5 - parts)
+                guard number < UInt64(1) << bits else { return nil }
+                return value << bits | UInt32(number)
+            }
+            // Every part but the last is one byte.
+            guard number < 256 else { return nil }
+            value = value << 8 | UInt32(number)
+            start = end + 1
         }
-        return value
     }
 
     /// One part of a loose IPv4 address; nil when it is empty, has a stray character
     /// (an `8` in octal, a sign, a space) or exceeds 32 bits.
-    private static func looseNumber(_ part: Substring.UTF8View.SubSequence) -> UInt64? {
+    private static func looseNumber(_ part: UnsafeBufferPointer<UInt8>) -> UInt64? {
         var digits = part[...]
         var radix: UInt64 = 10
-        if digits.count >= 2, digits.first == UInt8(ascii: "0"),
-           digits.dropFirst().first.map({ $0 | 0x20 == UInt8(ascii: "x") }) == true {
+        if digits.count >= 2, digits[digits.startIndex] == UInt8(ascii: "0"),
+           digits[digits.startIndex + 1] | 0x20 == UInt8(ascii: "x") {
             radix = 16
             digits = digits.dropFirst(2)
-        } else if digits.count >= 2, digits.first == UInt8(ascii: "0") {
+        } else if digits.count >= 2, digits[digits.startIndex] == UInt8(ascii: "0") {
             radix = 8
             digits = digits.dropFirst()
         }

@@ -78,6 +78,10 @@ final class Principal {
     /// The principal's objects of kind `T`.
     func objects<T: SessionObject>(of _: T.Type) -> [T] { objects.values.compactMap { $0 as? T } }
 
+    /// How many objects of kind `T` the principal has: the limit checks at every
+    /// `create` ask, and counting builds no array.
+    func count<T: SessionObject>(of _: T.Type) -> Int { objects.values.count { $0 is T } }
+
     /// The principal's requests.
     var requests: [HTTPRequest] { objects(of: HTTPRequest.self) }
 

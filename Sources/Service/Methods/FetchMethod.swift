@@ -162,14 +162,16 @@ extension Server {
     /// error (`request_failed`) that says so and carries the same members, the body as
     /// text or base64; an empty body is `null`, and no response at all (status 0) is
     /// answered as usual.
+    ///
+    /// Every fetch ends here, so the result is written straight as bytes
+    /// (`JSONObjectWriter`), the same bytes as the `JSONObject` of these members would give.
     private static func answer(_ call: RPCCall, _ r: HTTPRequest, responseType: String) {
-        let headers = HTTPRequest.headerObject(r.responseHeaders)
         let bytes = r.takeBody()
-        var body: JSONValue
-        var encoding: String
         let text: String? = responseType == "base64" ? nil
             : (UTF8Cut.validPrefix(bytes[...], allowIncompleteTail: false) == .valid(bytes.count)
                 ? String(decoding: bytes, as: UTF8.self) : nil)
+        var body: JSONValue
+        var encoding: String
         if let text {
             body = .string(text)
             encoding = "utf8"
@@ -177,20 +179,30 @@ extension Server {
             body = .string(Data(bytes).base64EncodedString())
             encoding = "base64"
         }
-        var result: JSONObject = ["request": .string(r.handle), "status": .int(Int64(r.status)), "statusText": .string(r.statusText),
-                                  "headers": .object(headers), "body": body, "encoding": .string(encoding)]
         if responseType == "json" && r.status != 0 {
             if bytes.isEmpty {
-                result["body"] = .null
-                result["encoding"] = "json"
+                (body, encoding) = (.null, "json")
             } else if let value = try? JSON.decode(bytes) {
-                result["body"] = value
-                result["encoding"] = "json"
+                (body, encoding) = (value, "json")
             } else {
+                // The error carries the result as it would have been (rare: decoded again).
+                let result = writeResult(r, body: body, encoding: encoding).decoded().objectValue ?? [:]
                 call.fail(ServiceError.responseNotJSON(status: r.status, result))
                 return
             }
         }
-        call.reply(.object(result))
+        call.reply(encoded: writeResult(r, body: body, encoding: encoding))
+    }
+
+    /// fetch's result object, with room for the body reserved at once.
+    private static func writeResult(_ r: HTTPRequest, body: JSONValue, encoding: String) -> EncodedJSON {
+        var result = JSONObjectWriter(capacity: 1024 + (body.stringValue?.utf8.count ?? 0))
+        result.add("request", string: r.handle)
+        result.add("status", int: Int64(r.status))
+        result.add("statusText", string: r.statusText)
+        result.addObject("headers") { HTTPRequest.writeHeaderObject(r.responseHeaders, into: &$0) }
+        result.add("body", body)
+        result.add("encoding", string: encoding)
+        return result.finish()
     }
 }

@@ -57,7 +57,7 @@ extension Server {
     func registerRequestMethods() {
         registry.register("create", params: ["request?"]) { [unowned self] call in
             let s = try session(call)
-            try s.principal.check("requests", current: s.principal.requests.count, max: s.principal.limits.requests,
+            try s.principal.check("requests", current: s.principal.count(of: HTTPRequest.self), max: s.principal.limits.requests,
                                   "Too many requests held; release some first")
             let handle = try newHandle(for: s, named: try call.params.optionalString("request"), kind: HTTPRequest.kind)
             adopt(HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self), by: s)

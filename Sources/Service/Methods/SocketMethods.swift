@@ -24,7 +24,7 @@ extension Server {
             let host = try SocketMethodParams.host(try p.string("host"))
             let port = Int(try p.int("port", in: 1...65535))
             let ssl = try p.bool("ssl", default: false)
-            try s.principal.check("sockets", current: s.principal.sockets.count, max: s.principal.limits.sockets,
+            try s.principal.check("sockets", current: s.principal.count(of: RawSocket.self), max: s.principal.limits.sockets,
                                   "Too many sockets held; release some first")
             let handle = try newHandle(for: s, named: try p.optionalString("socket"), kind: RawSocket.kind)
             adopt(RawSocket(handle: handle, host: host, port: port, ssl: ssl, principal: s.principal, creator: s,

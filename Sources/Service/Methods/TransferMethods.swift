@@ -86,7 +86,7 @@ extension Server {
     /// call's `headers`, ready to send; released again if a header is refused.
     private func startTransferObject(_ s: ClientSession, _ call: RPCCall, method: String, url: String) throws(RPCError) -> HTTPRequest {
         let p = call.params
-        try s.principal.check("requests", current: s.principal.requests.count, max: s.principal.limits.requests,
+        try s.principal.check("requests", current: s.principal.count(of: HTTPRequest.self), max: s.principal.limits.requests,
                               "Too many requests held; release some first")
         let handle = try newHandle(for: s, named: try p.optionalString("request"), kind: HTTPRequest.kind)
         let r = HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self)

@@ -21,7 +21,9 @@ final class ServerMetrics {
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
 
-    private var calls: [String: CoreMetrics.Counter] = [:]
+    /// By method, then outcome: two lookups of the strings as they are, where one key
+    /// joined from both cost a new string on every call answered.
+    private var calls: [String: [String: CoreMetrics.Counter]] = [:]
     private var requests: [String: CoreMetrics.Counter] = [:]
     private var connectionsTotal: [String: CoreMetrics.Counter] = [:]
     private var connectionsOpen: [String: CoreMetrics.Gauge] = [:]
@@ -74,11 +76,10 @@ final class ServerMetrics {
     /// `method` is a declared method's name or `unknown`, so that a client cannot grow
     /// the label set without bound.
     func callAnswered(method: String, outcome: String) {
-        let key = method + "\u{0}" + outcome
-        if let c = calls[key] { return c.increment() }
+        if let c = calls[method]?[outcome] { return c.increment() }
         let c = CoreMetrics.Counter(label: Self.prefix + "rpc_calls_total",
                                     dimensions: [("method", method), ("outcome", outcome)], factory: factory)
-        calls[key] = c
+        calls[method, default: [:]][outcome] = c
         c.increment()
     }
 

@@ -290,23 +290,50 @@ extension HTTPRequest {
     /// seen, no hashing. Past `indexedHeaderCount` names an index by lower-cased name takes
     /// over, so that an upstream sending thousands of headers does not cost n².
     static func headerObject(_ headers: [(name: String, value: String)]) -> JSONObject {
+        let merged = mergedHeaders(headers)
+        return JSONObject(distinctMembers: zip(merged.names, merged.values).map { ($0, .string($1)) })
+    }
+
+    /// The same object written in place (fetch's result): `headerObject`'s members, in
+    /// its order, without building it.
+    static func writeHeaderObject(_ headers: [(name: String, value: String)], into object: inout JSONObjectWriter) {
+        let merged = mergedHeaders(headers)
+        for (name, value) in zip(merged.names, merged.values) { object.add(name, string: value) }
+    }
+
+    /// The names and values of `headerObject`, repeats joined.
+    private static func mergedHeaders(_ headers: [(name: String, value: String)]) -> (names: [String], values: [String]) {
         var names: [String] = [], values: [String] = []
+        names.reserveCapacity(headers.count)
+        values.reserveCapacity(headers.count)
+        // The byte length of each ASCII name seen (nil for another): two ASCII names of
+        // different lengths differ in any case, which settles nearly every comparison
+        // without `HeaderName.equal`.
+        var asciiLengths: [Int?] = []
+        asciiLengths.reserveCapacity(headers.count)
         var index: [String: Int]?  // by lower-cased name, once there are many
         for h in headers {
             if index == nil, names.count > indexedHeaderCount {
                 index = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1.lowercased(), $0) })
             }
-            let seen = if let index { index[h.name.lowercased()] } else { names.firstIndex { HeaderName.equal($0, h.name) } }
+            let asciiLength = h.name.utf8.allSatisfy { $0 < 0x80 } ? h.name.utf8.count : nil
+            let seen = if let index { index[h.name.lowercased()] } else {
+                names.indices.first { i in
+                    if let a = asciiLengths[i], let b = asciiLength, a != b { return false }
+                    return HeaderName.equal(names[i], h.name)
+                }
+            }
             if let seen {
                 values[seen] += ", " + h.value
             } else {
                 index?[h.name.lowercased()] = names.count
                 names.append(h.name)
                 values.append(h.value)
+                asciiLengths.append(asciiLength)
             }
         }
         // Names that differ when lower-cased differ as given.
-        return JSONObject(distinctMembers: zip(names, values).map { ($0, .string($1)) })
+        return (names, values)
     }
 
     static let indexedHeaderCount = 32

@@ -1,0 +1,121 @@
+/// The compact JSON text of one value, already written: what `JSONObjectWriter` makes,
+/// and what a reply can carry instead of a `JSONValue` tree (`RPCCall.reply(encoded:)`).
+/// The bytes are exactly those `JSON.encode` writes for the same value.
+public struct EncodedJSON: Sendable {
+    public let bytes: [UInt8]
+
+    /// The text of `value`, as `JSON.encode` writes it.
+    public init(_ value: JSONValue) {
+        bytes = JSON.encode(value)
+    }
+
+    /// Bytes that are one compact JSON value; the writer's promise, not checked.
+    init(writtenBytes: [UInt8]) {
+        bytes = writtenBytes
+    }
+
+    /// The array of `elements`, as `JSON.encode` writes `.array` of their values.
+    public static func array(_ elements: [EncodedJSON]) -> EncodedJSON {
+        var array = JSONArrayWriter()
+        for element in elements { array.append(element) }
+        return array.finish()
+    }
+
+    /// The value again, for callers that need the tree (a test's peer, an error's data).
+    public func decoded() -> JSONValue {
+        // Bytes written by `JSONWriter` are JSON; `null` only if that promise is broken.
+        (try? JSON.decode(bytes)) ?? .null
+    }
+}
+
+/// Writes a JSON object member by member, straight as bytes, with the same writer and
+/// the same output as `JSON.encode` on the equal `JSONObject`: for results built on every
+/// request (fetch's answer, a JSON-RPC response around its result), so that no tree of
+/// values is built only to be encoded and freed.
+///
+/// Members are written in the order they are added; the caller adds each key once (an
+/// object built this way has no `JSONObject` to merge a repeated key).
+public struct JSONObjectWriter {
+    private var bytes: [UInt8]
+    private var isEmpty = true
+
+    /// Starts an object; `capacity` is a guess of its size in bytes.
+    public init(capacity: Int = 128) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(UInt8(ascii: "{"))
+    }
+
+    /// A writer with no buffer yet: a nested object takes over its parent's.
+    private init(noBuffer: ()) {
+        bytes = []
+    }
+
+    private mutating func key(_ key: String) {
+        if !isEmpty { bytes.append(UInt8(ascii: ",")) }
+        isEmpty = false
+        JSONWriter.writeString(key, into: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    public mutating func add(_ key: String, _ value: JSONValue) {
+        self.key(key)
+        JSONWriter.write(value, into: &bytes)
+    }
+
+    public mutating func add(_ key: String, string value: String) {
+        self.key(key)
+        JSONWriter.writeString(value, into: &bytes)
+    }
+
+    public mutating func add(_ key: String, int value: Int64) {
+        self.key(key)
+        JSONWriter.writeInteger(value, into: &bytes)
+    }
+
+    /// A member whose value was written already.
+    public mutating func add(_ key: String, encoded value: EncodedJSON) {
+        self.key(key)
+        bytes.append(contentsOf: value.bytes)
+    }
+
+    /// A member whose value is an object, written by `build` in place.
+    public mutating func addObject(_ key: String, _ build: (inout JSONObjectWriter) -> Void) {
+        self.key(key)
+        var inner = JSONObjectWriter(noBuffer: ())
+        swap(&inner.bytes, &bytes)  // the nested object writes on in this buffer
+        inner.bytes.append(UInt8(ascii: "{"))
+        build(&inner)
+        inner.bytes.append(UInt8(ascii: "}"))
+        swap(&inner.bytes, &bytes)
+    }
+
+    /// Closes the object and hands over its text.
+    public consuming func finish() -> EncodedJSON {
+        bytes.append(UInt8(ascii: "}"))
+        return EncodedJSON(writtenBytes: bytes)
+    }
+}
+
+/// Writes a JSON array of values encoded already, one after another into one buffer (a
+/// batch's responses as they are answered), as `JSON.encode` writes `.array`.
+public struct JSONArrayWriter {
+    private var bytes: [UInt8] = [UInt8(ascii: "[")]
+    public private(set) var count = 0
+    /// The length of the text so far (without the closing bracket).
+    public var byteCount: Int { bytes.count }
+
+    public init() {}
+
+    public mutating func append(_ element: EncodedJSON) {
+        if count > 0 { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(contentsOf: element.bytes)
+        count += 1
+    }
+
+    /// Closes the array and hands over its text.
+    public consuming func finish() -> EncodedJSON {
+        bytes.append(UInt8(ascii: "]"))
+        return EncodedJSON(writtenBytes: bytes)
+    }
+}
