@@ -2,8 +2,8 @@
 /// cites), for responses that carry none: HTTP/2 and HTTP/3 have no reason phrase at all,
 /// and HTTP/1.1 lets a server leave it empty. Codes the registry marks "(Unused)" (306,
 /// 418) and unregistered codes have no phrase: the text is then empty.
-enum HTTPStatus {
-    static func phrase(for code: Int) -> String { phrases[code] ?? "" }
+public enum HTTPStatus {
+    public static func phrase(for code: Int) -> String { phrases[code] ?? "" }
 
     private static let phrases: [Int: String] = [
         100: "Continue",

@@ -1,4 +1,5 @@
 import EventLoop
+import HTTPEngine
 import WebSocket
 
 /// One client of the operations listener: reads one request head, hands it to the
@@ -107,17 +108,5 @@ final class OperationsConnection {
         onClose = nil
     }
 
-    static func reason(_ status: Int) -> String {
-        switch status {
-        case 200: "OK"
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 431: "Request Header Fields Too Large"
-        case 503: "Service Unavailable"
-        default: "Status"
-        }
-    }
+    static func reason(_ status: Int) -> String { HTTPStatus.phrase(for: status) }
 }

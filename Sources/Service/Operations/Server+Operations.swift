@@ -64,20 +64,31 @@ extension Server {
     /// Without principals' tokens the listener is on loopback, and nothing but its
     /// address guards it. A web page whose own name was made to resolve to 127.0.0.1 (DNS
     /// rebinding) is same-origin with it in the browser, so it could read `/metrics` and
-    /// the page; its requests carry that name in `Host`. There a request's `Host` must
-    /// therefore be one of the listener's own names: those of its page origins
-    /// (`pageOrigins`) or of `--ws-origin`. Anything else is 421, Misdirected Request
-    /// (RFC 9110 §15.5.20). A request without `Host` (HTTP/1.0, a program) is served.
-    /// With tokens, the bearer token is the guard, and the listener may be reached under
-    /// names it cannot know.
+    /// the page; its requests carry that name in `Host`. There the host name in a
+    /// request's `Host` must therefore be one of the listener's own: those of its page
+    /// origins (`pageOrigins`) or of `--ws-origin`. The port is not compared: the name is
+    /// what a rebinding page cannot fake, and a tool may leave the port out. Anything
+    /// else is 421, Misdirected Request (RFC 9110 §15.5.20). A request without `Host`
+    /// (HTTP/1.0, a program) is served. With tokens, the bearer token is the guard, and
+    /// the listener may be reached under names it cannot know.
     func misdirected(_ head: HTTPRequestHead) -> OperationsConnection.Response? {
-        guard principalTable.tokens.isEmpty, let host = head.header("host")?.lowercased() else { return nil }
+        guard principalTable.tokens.isEmpty, let host = head.header("host") else { return nil }
         let ours = (dashboardOrigins + config.wsOrigins).map { origin in
-            origin.lowercased().split(separator: "://", maxSplits: 1).last.map(String.init) ?? ""
+            Self.hostName(ofAuthority: origin.split(separator: "://", maxSplits: 1).last.map(String.init) ?? "")
         }
-        guard !ours.contains(host) else { return nil }
+        guard !ours.contains(Self.hostName(ofAuthority: host)) else { return nil }
         return .init(status: 421, body: Array(("Host '\(host)' is not a name of this listener (\(ours.joined(separator: ", "))); "
             + "another name is served once --ws-origin lists it\n").utf8))
+    }
+
+    /// The host of `HOST[:PORT]` (`[v6][:PORT]` keeps its brackets), lower-cased.
+    static func hostName(ofAuthority authority: String) -> String {
+        var text = Substring(authority.lowercased())
+        if let colon = text.lastIndex(of: ":"), !text[colon...].contains("]"),
+           text[text.index(after: colon)...].allSatisfy(\.isNumber) {
+            text = text[..<colon]
+        }
+        return String(text)
     }
 
     /// Whether the server takes new work: its JSON-RPC listeners are open and no stop

@@ -292,14 +292,17 @@ class Rebinding(OpsListenerTestCase):
 
     def test_a_foreign_host_is_misdirected(self):
         for host in ("evil.example:%d" % self.http_port, "evil.example", "127.0.0.2:%d" % self.http_port,
-                     "127.0.0.1:%d" % (self.http_port + 1), "localhost.evil.example:%d" % self.http_port):
+                     "[::1]:%d" % self.http_port, "localhost.evil.example:%d" % self.http_port, "127.0.0.1.evil.example"):
             for path in ("/metrics", "/", "/healthz", "/rpc"):
                 status, reply = self.status(host, path)
                 self.assertEqual(status, 421, (host, path, reply))
-        self.assertIn(b"127.0.0.1:%d" % self.http_port, self.status("evil.example")[1])
+        self.assertIn(b"421 Misdirected Request", self.status("evil.example")[1])
+        self.assertIn(b"(127.0.0.1, localhost, ops.example)", self.status("evil.example")[1])
 
     def test_the_listeners_own_names_are_served(self):
-        for host in ("127.0.0.1:%d" % self.http_port, "LOCALHOST:%d" % self.http_port, "ops.example:8080", None):
+        # The name decides, not the port: a tool may leave it out (Host: 127.0.0.1).
+        for host in ("127.0.0.1:%d" % self.http_port, "LOCALHOST:%d" % self.http_port, "127.0.0.1", "localhost",
+                     "ops.example:8080", "ops.example", None):
             status, reply = self.status(host)
             self.assertEqual(status, 200, (host, reply))
             self.assertIn(b"xhrpc_connections_total", reply)
