@@ -145,10 +145,14 @@ final class DownloadFile {
         try refuseLink(name, in: dir, path: path)
         var fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if fd < 0, errno == ENOENT {
-            guard mkdirat(dir, name, 0o700) == 0 || errno == EEXIST else {
+            let made = mkdirat(dir, name, 0o700) == 0
+            guard made || errno == EEXIST else {
                 throw ServiceError.fileError("Cannot create the folder '\(name)' of '\(path)': \(errnoText())", path: path)
             }
             fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            // 0700 exactly: the process umask may have narrowed it (a Unix listener's
+            // socket file is made under a temporary one, `UnixSocketFile`).
+            if made, fd >= 0 { _ = fchmod(fd, 0o700) }
         }
         guard fd >= 0 else {
             if errno == ELOOP { throw ServiceError.pathNotAllowed(path, rootName: "download root", "'\(name)' is a symbolic link") }
