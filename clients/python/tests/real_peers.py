@@ -27,9 +27,23 @@ import socket
 import time
 import urllib.request
 
+import unittest
+
 from support import Upstream
 
 READ_DEADLINE = 30
+
+
+class OwnServerTestCase(unittest.TestCase):
+    """A test class that starts its own ``cls.server`` in ``setUpClass`` (with its own
+    flags or environment) and, at the end, stops it and fails if it did not exit 0."""
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        super().tearDownClass()
+        if code != 0:
+            raise AssertionError("xhrpcd exited with %r\n%s" % (code, cls.server.stderr_text()))
 
 
 def start_httpbin():

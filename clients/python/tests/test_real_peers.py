@@ -24,7 +24,7 @@ import unittest
 from support import ServerTestCase, XhrpcServer  # first: puts Tests/Fixtures on sys.path
 from xhrpc import RPCError  # noqa: E402
 import certs  # noqa: E402
-from real_peers import (exchange, kerberos_realm, peer_log, start_h2_peer, start_httpbin,  # noqa: E402
+from real_peers import (OwnServerTestCase, exchange, kerberos_realm, peer_log, start_h2_peer, start_httpbin,  # noqa: E402
                         start_negotiate_peer, start_ntlm_peer)
 
 
@@ -128,7 +128,7 @@ class HttpbinTest(ServerTestCase):
         self.assertEqual(c.call("getResponseHeader", {"request": "r", "header": "Content-Range"}), "bytes 90-99/100")
 
 
-class H2Test(unittest.TestCase):
+class H2Test(OwnServerTestCase):
     """hypercorn over TLS with ALPN h2, and xhrpcd trusting the test CA."""
 
     N = 4
@@ -142,13 +142,6 @@ class H2Test(unittest.TestCase):
         cls.addClassCleanup(cls.peer.stop)
         cls.server = XhrpcServer(args=("--ca-file", cls.certs["ca"])).start()
         cls.addClassCleanup(cls.server.kill)
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        super().tearDownClass()
-        if code != 0:
-            raise AssertionError("xhrpcd exited with %r\n%s" % (code, cls.server.stderr_text()))
 
     def setUp(self):
         self.c = self.server.connect()
@@ -320,7 +313,7 @@ class NTLMTest(ServerTestCase):
         self.assertEqual(summary["status"], 401)
 
 
-class NegotiateTest(unittest.TestCase):
+class NegotiateTest(OwnServerTestCase):
     """Negotiate (SPNEGO/Kerberos) against a KDC on loopback; xhrpcd runs with the
     realm's environment, so libcurl's GSS-API finds the ticket cache kinit filled, and
     with --allow-negotiate, which grants Negotiate to the socket owner."""
@@ -332,13 +325,6 @@ class NegotiateTest(unittest.TestCase):
         cls.addClassCleanup(cls.peer.stop)
         cls.server = XhrpcServer(env=cls.realm.env, args=["--allow-negotiate"]).start()
         cls.addClassCleanup(cls.server.kill)
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        super().tearDownClass()
-        if code != 0:
-            raise AssertionError("xhrpcd exited with %r\n%s" % (code, cls.server.stderr_text()))
 
     def setUp(self):
         self.c = self.server.connect()
@@ -391,7 +377,7 @@ class NegotiateTest(unittest.TestCase):
         self.assertEqual(summary["status"], 401)
 
 
-class NegotiateNeedsAGrant(unittest.TestCase):
+class NegotiateNeedsAGrant(OwnServerTestCase):
     """Negotiate answers with xhrpcd's own Kerberos identity whichever client asks, so a
     principal uses it only when granted: --allow-negotiate for the socket owner,
     "negotiate": true for a principal of the config file. The ticket is there (the
@@ -407,13 +393,6 @@ class NegotiateNeedsAGrant(unittest.TestCase):
         cls.addClassCleanup(cls.peer.stop)
         cls.server = XhrpcServer(env=cls.realm.env, tcp=True, principals=[cls.GRANTED, cls.PLAIN]).start()
         cls.addClassCleanup(cls.server.kill)
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        super().tearDownClass()
-        if code != 0:
-            raise AssertionError("xhrpcd exited with %r\n%s" % (code, cls.server.stderr_text()))
 
     def url(self, path):
         return "http://localhost:%d%s" % (self.peer.port, path)

@@ -26,11 +26,11 @@ import unittest
 from support import ServerTestCase, Upstream, XhrpcServer, line, req, result  # first: Tests/Fixtures on sys.path
 import certs  # noqa: E402
 import socket_peers  # noqa: E402
-from real_peers import exchange  # noqa: E402
+from real_peers import OwnServerTestCase, exchange  # noqa: E402
 from xhrpc import RPCError  # noqa: E402
 
 
-class CloseResetsOptionsTest(unittest.TestCase):
+class CloseResetsOptionsTest(OwnServerTestCase):
     """One xhrpcd trusting the test CA; a plain upstream, a TLS upstream whose
     certificate names another host, one with the right name that accepts a client
     certificate, and a forward proxy."""
@@ -54,13 +54,6 @@ class CloseResetsOptionsTest(unittest.TestCase):
         fixture.start()
         cls.addClassCleanup(fixture.stop)
         return fixture
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        super().tearDownClass()
-        if code != 0:
-            raise AssertionError("xhrpcd exited with %r\n%s" % (code, cls.server.stderr_text()))
 
     def setUp(self):
         self.c = self.server.connect()
