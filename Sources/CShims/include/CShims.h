@@ -6,6 +6,8 @@
 #include <yajl/yajl_gen.h>
 /* mallopt (M_MMAP_THRESHOLD) for xhrpcd's main: Glibc's Swift module does not export it. */
 #include <malloc.h>
+/* getrandom for ObjectName's pool: not in Glibc's Swift module either. */
+#include <sys/random.h>
 #include <stdint.h>
 
 /* Typed, non-variadic doors to C calls that Swift cannot make: curl's setopt/getinfo

@@ -1,0 +1,26 @@
+@testable import Service
+import Testing
+
+/// Generated names: the prefix and 32 lower-case hex digits, never the same twice, across
+/// more than one refill of the random pool, and drawn again when `taken` says so.
+struct ObjectNameTests {
+    @Test func generatedNamesAreDistinctHex() {
+        var seen = Set<String>()
+        for _ in 0..<100 {
+            let name = ObjectName.generate(prefix: "t_") { _ in false }
+            #expect(name.hasPrefix("t_") && name.utf8.count == 34)
+            #expect(name.dropFirst(2).allSatisfy { $0.isHexDigit && !$0.isUppercase })
+            seen.insert(name)
+        }
+        #expect(seen.count == 100)
+    }
+
+    @Test func aTakenNameIsDrawnAgain() {
+        var asked = [String]()
+        let name = ObjectName.generate { candidate in
+            asked.append(candidate)
+            return asked.count < 3
+        }
+        #expect(asked.count == 3 && name == asked[2] && Set(asked).count == 3)
+    }
+}
