@@ -19,8 +19,11 @@ COPY Benchmarks ./Benchmarks
 COPY Tests ./Tests
 COPY api ./api
 COPY examples ./examples
-RUN swift build -c release --product xhrpcd --static-swift-stdlib \
- && swift build -c release --product xhrpc --static-swift-stdlib \
+# The Makefile's RELEASE_FLAGS: the Swift libraries linked in, lld, packed relocations.
+ARG RELEASE_FLAGS="--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs"
+# hadolint ignore=SC2086
+RUN swift build -c release --product xhrpcd $RELEASE_FLAGS \
+ && swift build -c release --product xhrpc $RELEASE_FLAGS \
  && cp "$(swift build -c release --show-bin-path)/xhrpcd" "$(swift build -c release --show-bin-path)/xhrpc" /usr/local/bin/
 
 FROM debian:bookworm-slim

