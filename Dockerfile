@@ -19,8 +19,8 @@ COPY Benchmarks ./Benchmarks
 COPY Tests ./Tests
 COPY api ./api
 COPY examples ./examples
-# The Makefile's RELEASE_FLAGS: the Swift libraries linked in, lld, packed relocations.
-ARG RELEASE_FLAGS="--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs"
+# The Makefile's RELEASE_FLAGS: lld, packed relocations, Benchmarks/link-order.txt.
+ARG RELEASE_FLAGS="--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --symbol-ordering-file=/src/Benchmarks/link-order.txt -Xlinker --no-warn-symbol-ordering"
 # hadolint ignore=SC2086
 RUN swift build -c release --product xhrpcd $RELEASE_FLAGS \
  && swift build -c release --product xhrpc $RELEASE_FLAGS \
