@@ -19,8 +19,11 @@ COPY Benchmarks ./Benchmarks
 COPY Tests ./Tests
 COPY api ./api
 COPY examples ./examples
-RUN swift build -c release --product xhrpcd --static-swift-stdlib \
- && swift build -c release --product xhrpc --static-swift-stdlib \
+# The Makefile's RELEASE_FLAGS: lld, packed relocations, Benchmarks/link-order.txt.
+ARG RELEASE_FLAGS="--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --symbol-ordering-file=/src/Benchmarks/link-order.txt -Xlinker --no-warn-symbol-ordering"
+# hadolint ignore=SC2086
+RUN swift build -c release --product xhrpcd $RELEASE_FLAGS \
+ && swift build -c release --product xhrpc $RELEASE_FLAGS \
  && cp "$(swift build -c release --show-bin-path)/xhrpcd" "$(swift build -c release --show-bin-path)/xhrpc" /usr/local/bin/
 
 FROM debian:bookworm-slim

@@ -32,3 +32,27 @@ extension TransferEngine {
         return !t.hop.multiplexing || t.origin?.scheme != "https"
     }
 }
+
+/// When a transfer's connection closes as the transfer ends instead of joining the cache.
+///
+/// libcurl 7.88 keeps a finished transfer's connection only while its cache, busy
+/// connections counted, holds at most `CURLMOPT_MAXCONNECTS` (`maxConnections`); past
+/// that, for each transfer that ends, it walks every connection it holds for the oldest
+/// idle one and closes it (`ConnectionDone`). With thousands of transfers running the
+/// walks are quadratic: 10,000 fetches released at once cost xhrpcd 5-6 s of CPU, most
+/// of it in those walks (`Benchmarks/README.md`, `inflight`), and with every other
+/// connection busy the oldest idle one is mostly the finished connection itself.
+///
+/// A transfer that joins while `maxConnections` others are already in the multi gets
+/// `CURLOPT_FORBID_REUSE`: its connection is closed when it ends, with no walk. The
+/// transfers that joined before still leave theirs to the cache, so up to
+/// `maxConnections` stay for reuse as before. An HTTP/2 connection (TLS, multiplexing)
+/// may carry other transfers and is left to libcurl. Decided when the transfer joins;
+/// a redirect the engine follows configures the handle afresh without it.
+extension TransferEngine {
+    func closesConnectionAfterwards(_ t: Transfer) -> Bool {
+        guard !t.hop.multiplexing || t.origin?.scheme != "https" else { return false }
+        let others = activeTransfers - waitingToJoin - (active[ObjectIdentifier(t)] == nil ? 0 : 1)
+        return others >= max(1, options.maxConnections)
+    }
+}

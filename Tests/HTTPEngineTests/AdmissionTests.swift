@@ -82,6 +82,33 @@ import Testing
         #expect(try h.finish() == [])
     }
 
+    /// A transfer that joins while `maxConnections` others are in the multi closes its
+    /// connection when it ends (`closesConnectionAfterwards`); HTTP/2 over TLS is left to
+    /// libcurl. Such transfers run and answer like the others.
+    @Test func closedAfterwardsOnlyPastTheCacheSize() throws {
+        var options = EngineOptions()
+        options.maxConnections = 2
+        let h = try Harness(options: options)
+        var pairs: [(Transfer, Recorder)] = []
+        #expect(!h.engine.closesConnectionAfterwards(try transfer(h.url("/x"))))
+        pairs.append(try h.start(TransferRequest(url: h.url("/bytes/10"))))
+        #expect(!h.engine.closesConnectionAfterwards(try transfer(h.url("/x"))))
+        pairs.append(try h.start(TransferRequest(url: h.url("/bytes/10"))))
+        #expect(h.engine.closesConnectionAfterwards(try transfer(h.url("/x"))))
+        #expect(!h.engine.closesConnectionAfterwards(try transfer("https://127.0.0.1:1/x")))
+        #expect(h.engine.closesConnectionAfterwards(try transfer("https://127.0.0.1:1/x", multiplexing: false)))
+        // A started transfer is not counted among the others.
+        #expect(!h.engine.closesConnectionAfterwards(pairs[1].0))
+        for i in 0..<6 { pairs.append(try h.start(TransferRequest(url: h.url("/bytes/\(20 + i)")), Recorder(expectingSeed: 0))) }
+        h.run(seconds: 30) { pairs.allSatisfy { $0.1.completions > 0 } }
+        #expect(pairs.allSatisfy { $0.1.succeeded })
+        for (i, (_, r)) in pairs.dropFirst(2).enumerated() { #expect(r.checker?.matches(count: 20 + i) == true, "transfer \(i)") }
+        // Once they ended, nothing is over the cache size: the next one may keep its connection.
+        #expect(!h.engine.closesConnectionAfterwards(try transfer(h.url("/x"))))
+        pairs = []
+        #expect(try h.finish() == [])
+    }
+
     @Test func alwaysSearchedUnderAHostCap() throws {
         var options = EngineOptions()
         options.maxHostConnections = 2
