@@ -76,7 +76,7 @@ public final class Dispatcher {
         }
         do {
             try gate?(call)
-            guard let method = registry.methods[call.method] else { throw RPCError.methodNotFound(call.method) }
+            guard let method = call.registered else { throw RPCError.methodNotFound(call.method) }
             if let paramError { throw paramError }
             switch try method.handler(call) {
             case .result(let result): call.reply(result)
@@ -130,14 +130,15 @@ public final class Dispatcher {
         }
         var params = Params()
         var paramError: RPCError?
-        if let m = registry.methods[method], case .named(let specs) = m.schema {
+        let registered = registry.methods[method]
+        if let registered, case .named(let specs) = registered.schema {
             switch normalize(raw, specs) {
             case .success(let p): params = p
             case .failure(let e): paramError = e
             }
         }
-        let call = RPCCall(method: method, params: params, rawParams: raw, id: id, peer: peer, sink: sink, onError: onError,
-                           onAnswer: onAnswer)
+        let call = RPCCall(method: method, registered: registered, params: params, rawParams: raw, id: id, peer: peer,
+                           sink: sink, onError: onError, onAnswer: onAnswer)
         return .success((call, paramError))
     }
 
