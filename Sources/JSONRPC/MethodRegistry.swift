@@ -43,7 +43,9 @@ public struct RPCMethod {
 
 /// The table of methods a server offers. Each method is declared once, here.
 public final class MethodRegistry {
-    public private(set) var methods: [String: RPCMethod] = [:]
+    /// Unchecked exclusivity: read by every call (see `Dispatcher.gate`), written only
+    /// while methods are declared.
+    @exclusivity(unchecked) public private(set) var methods: [String: RPCMethod] = [:]
 
     public init() {}
 

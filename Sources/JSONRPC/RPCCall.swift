@@ -55,8 +55,9 @@ public final class RPCCall {
     private let onError: ((RPCPeer, RPCError) -> Void)?
     /// The dispatcher's `onAnswer`, told once when the call is answered.
     private let onAnswer: ((RPCCall, RPCError?) -> Void)?
-    public private(set) var isAnswered = false
-    private var isDeferred = false
+    // Unchecked exclusivity, for the reason given at `Dispatcher.gate`.
+    @exclusivity(unchecked) public private(set) var isAnswered = false
+    @exclusivity(unchecked) private var isDeferred = false
 
     init(method: String, registered: RPCMethod?, params: Params, rawParams: JSONValue?, id: JSONValue?, peer: RPCPeer,
          sink: ReplySink, onError: ((RPCPeer, RPCError) -> Void)?, onAnswer: ((RPCCall, RPCError?) -> Void)? = nil) {
