@@ -20,9 +20,26 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
     public init() { members = [] }
 
     public init(_ members: [(String, JSONValue)]) {
+        // What the code writes (results, literals) has a few keys, all distinct: checked
+        // pairwise they are taken as they are, without a search per member.
+        if members.count <= 12, Self.distinct(members) {
+            self.members = members.map { (key: $0.0, value: $0.1) }
+            return
+        }
         self.members = []
         self.members.reserveCapacity(members.count)
         for (k, v) in members { self[k] = v }
+    }
+
+    /// Whether no two keys are equal. Keys of different lengths differ, which is most
+    /// pairs and cheaper to see than comparing them.
+    private static func distinct(_ members: [(String, JSONValue)]) -> Bool {
+        for i in members.indices {
+            for j in members.indices[(i + 1)...] where members[i].0.utf8.count == members[j].0.utf8.count {
+                if members[i].0 == members[j].0 { return false }
+            }
+        }
+        return true
     }
 
     public init(dictionaryLiteral elements: (String, JSONValue)...) { self.init(elements) }

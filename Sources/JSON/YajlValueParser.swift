@@ -219,6 +219,30 @@ final class YajlValueParser {
         static let typicalCount = 8
     }
 
+    /// The words every JSON-RPC message is made of, and the parameter every object call
+    /// names. A key or string among them (most of a call's envelope) is the ready
+    /// `String`, found by comparing one integer, instead of a new one made and checked.
+    private static let commonWords = ["jsonrpc", "2.0", "method", "params", "id", "result", "error", "request"]
+    private static let commonPacked: [UInt64] = commonWords.map { word in
+        // Each fits: none is longer than 7 bytes.
+        Array(word.utf8).withUnsafeBufferPointer { packed($0.baseAddress.unsafelyUnwrapped, $0.count)! }
+    }
+
+    /// Up to 7 bytes and their count in one integer (the count in the top byte, so that
+    /// `id` and `id\u0000` differ); nil for longer text.
+    private static func packed(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> UInt64? {
+        guard count <= 7 else { return nil }
+        var packed = UInt64(count) << 56
+        for i in 0..<count { packed |= UInt64(bytes[i]) << (8 * i) }
+        return packed
+    }
+
+    /// The common word these bytes spell, if they spell one (see `commonWords`).
+    private static func commonWord(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> String? {
+        guard let bytes, let packed = packed(bytes, count), let i = commonPacked.firstIndex(of: packed) else { return nil }
+        return commonWords[i]
+    }
+
     /// Text from yajl as a Swift string, or nil when the bytes are not well-formed UTF-8.
     ///
     /// yajl's own UTF-8 check only looks at the shape of each sequence (a lead byte and
@@ -234,6 +258,7 @@ final class YajlValueParser {
     /// `SurrogateEscapeRepair` has rewritten them to U+FFFD before yajl saw them.
     private static func string(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> String? {
         guard count > 0 else { return "" }
+        if let word = commonWord(bytes, count) { return word }
         let s = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
         return s.utf8.count == count ? s : nil
     }

@@ -39,6 +39,9 @@ extension RPCPeer {
 /// A call is answered exactly once; a notification (no id) is never answered on the wire.
 public final class RPCCall {
     public let method: String
+    /// The declared method of that name, nil when there is none: looked up once, when
+    /// the call is made, for the dispatcher and the `onAnswer` observers.
+    public let registered: RPCMethod?
     /// Parameters by name, checked against the declaration.
     public let params: Params
     /// The parameters as sent, for methods declared with `.any`.
@@ -52,12 +55,14 @@ public final class RPCCall {
     private let onError: ((RPCPeer, RPCError) -> Void)?
     /// The dispatcher's `onAnswer`, told once when the call is answered.
     private let onAnswer: ((RPCCall, RPCError?) -> Void)?
-    public private(set) var isAnswered = false
-    private var isDeferred = false
+    // Unchecked exclusivity, for the reason given at `Dispatcher.gate`.
+    @exclusivity(unchecked) public private(set) var isAnswered = false
+    @exclusivity(unchecked) private var isDeferred = false
 
-    init(method: String, params: Params, rawParams: JSONValue?, id: JSONValue?, peer: RPCPeer, sink: ReplySink,
-         onError: ((RPCPeer, RPCError) -> Void)?, onAnswer: ((RPCCall, RPCError?) -> Void)? = nil) {
+    init(method: String, registered: RPCMethod?, params: Params, rawParams: JSONValue?, id: JSONValue?, peer: RPCPeer,
+         sink: ReplySink, onError: ((RPCPeer, RPCError) -> Void)?, onAnswer: ((RPCCall, RPCError?) -> Void)? = nil) {
         self.method = method
+        self.registered = registered
         self.params = params
         self.rawParams = rawParams
         self.id = id

@@ -66,6 +66,12 @@ int xh_yajl_config(yajl_handle h, yajl_option o, int v);
  * build still runs it fast, where a Swift byte loop goes through generic code. */
 size_t xh_json_unescaped_run(const uint8_t *bytes, size_t count);
 
+/* Writes `count` bytes as base64 (RFC 4648's alphabet, '=' padding, no line breaks) to
+ * `out`, which has room for 4 * ((count + 2) / 3) bytes, and returns that length. In C
+ * for the reason above: a response body goes through it byte by byte, in debug builds
+ * too, and Foundation's encoder costs about 12 instructions a byte (Base64.c). */
+size_t xh_base64_encode(const uint8_t *bytes, size_t count, uint8_t *out);
+
 /* libFuzzer's driver, from libclang_rt.fuzzer_no_main (linked by `make fuzz` only):
  * xhrpc-fuzz calls it from its own `main`, because SwiftPM links every executable with
  * an entry point of its own and libFuzzer's `main` cannot take that place. Declared

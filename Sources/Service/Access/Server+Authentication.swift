@@ -52,8 +52,7 @@ extension Server {
     /// Counts a call answered, by method and outcome, for `/metrics`. A name that is not
     /// a declared method counts as `unknown`, so clients cannot grow the labels.
     func callAnswered(_ call: RPCCall, _ error: RPCError?) {
-        let method = registry.methods[call.method] == nil ? "unknown" : call.method
-        metrics.callAnswered(method: method, outcome: error?.kind ?? "ok")
+        metrics.callAnswered(method: call.registered, outcome: error?.kind ?? "ok")
     }
 
     func registerAuthMethods() {

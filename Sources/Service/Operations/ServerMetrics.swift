@@ -1,4 +1,5 @@
 import CoreMetrics
+import JSONRPC
 import Foundation
 import Prometheus
 
@@ -24,6 +25,8 @@ final class ServerMetrics {
     /// By method, then outcome: two lookups of the strings as they are, where one key
     /// joined from both cost a new string on every call answered.
     private var calls: [String: [String: CoreMetrics.Counter]] = [:]
+    /// The `ok` counters of `calls` again, by `RPCMethod.number`.
+    private var okCalls: [CoreMetrics.Counter?] = []
     private var requests: [String: CoreMetrics.Counter] = [:]
     private var connectionsTotal: [String: CoreMetrics.Counter] = [:]
     private var connectionsOpen: [String: CoreMetrics.Gauge] = [:]
@@ -73,13 +76,25 @@ final class ServerMetrics {
     }
 
     /// One RPC call answered: `outcome` is `ok` or the error's word (`RPCError.kind`).
-    /// `method` is a declared method's name or `unknown`, so that a client cannot grow
-    /// the label set without bound.
-    func callAnswered(method: String, outcome: String) {
-        if let c = calls[method]?[outcome] { return c.increment() }
-        let c = CoreMetrics.Counter(label: Self.prefix + "rpc_calls_total",
-                                    dimensions: [("method", method), ("outcome", outcome)], factory: factory)
-        calls[method, default: [:]][outcome] = c
+    /// `method` is the declared method, or nil for a name that is not one (counted as
+    /// `unknown`, so that a client cannot grow the label set without bound).
+    func callAnswered(method: RPCMethod?, outcome: String) {
+        // Most calls succeed: their counter is found by the method's number, not by hashing.
+        let fast = outcome == "ok" ? method?.number : nil
+        if let n = fast, n < okCalls.count, let c = okCalls[n] { return c.increment() }
+        let name = method?.name ?? "unknown"
+        let c: CoreMetrics.Counter
+        if let made = calls[name]?[outcome] {
+            c = made
+        } else {
+            c = CoreMetrics.Counter(label: Self.prefix + "rpc_calls_total",
+                                    dimensions: [("method", name), ("outcome", outcome)], factory: factory)
+            calls[name, default: [:]][outcome] = c
+        }
+        if let n = fast {
+            if n >= okCalls.count { okCalls += Array(repeating: nil, count: n + 1 - okCalls.count) }
+            okCalls[n] = c
+        }
         c.increment()
     }
 

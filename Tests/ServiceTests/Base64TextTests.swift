@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+
+@testable import Service
+
+/// `Base64Text.encode` writes what Foundation's `base64EncodedString()` writes, which is
+/// what clients decoded before it: every tail length (0, 1 or 2 bytes after the last
+/// full group), every byte value, and a slice that does not start at its array's start.
+struct Base64TextTests {
+    @Test func matchesFoundation() {
+        for length in 0...70 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 97 &+ length &* 31) }
+            #expect(Base64Text.encode(bytes[...]) == Data(bytes).base64EncodedString(), "\(length) bytes")
+        }
+        let every = (0...255).map(UInt8.init)
+        #expect(Base64Text.encode(every[...]) == Data(every).base64EncodedString())
+        #expect(Base64Text.encode(every[7..<100]) == Data(every[7..<100]).base64EncodedString())
+    }
+
+    @Test func knownVectors() {
+        // RFC 4648 section 10.
+        let vectors = ["": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=", "foobar": "Zm9vYmFy"]
+        for (plain, encoded) in vectors {
+            #expect(Base64Text.encode(Array(plain.utf8)[...]) == encoded)
+        }
+    }
+}
