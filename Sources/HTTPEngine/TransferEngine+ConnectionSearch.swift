@@ -52,7 +52,11 @@ extension TransferEngine {
 extension TransferEngine {
     func closesConnectionAfterwards(_ t: Transfer) -> Bool {
         guard !t.hop.multiplexing || t.origin?.scheme != "https" else { return false }
-        let others = activeTransfers - waitingToJoin - (active[ObjectIdentifier(t)] == nil ? 0 : 1)
-        return others >= max(1, options.maxConnections)
+        return transfersRunning(besides: t) >= max(1, options.maxConnections)
+    }
+
+    /// The transfers in the multi, or about to join it this turn, other than `t`.
+    func transfersRunning(besides t: Transfer) -> Int {
+        activeTransfers - waitingToJoin - (active[ObjectIdentifier(t)] == nil ? 0 : 1)
     }
 }

@@ -213,6 +213,8 @@ public final class TransferEngine {
         guard let slot = t.slot else { return TransferFailure(CURLE_FAILED_INIT, "Transfer has no handle") }
         if skipsConnectionSearch(t) { try? slot.easy.set(CURLOPT_FRESH_CONNECT, 1) }
         if closesConnectionAfterwards(t) { try? slot.easy.set(CURLOPT_FORBID_REUSE, 1) }
+        let receiveBuffer = receiveBufferBytes(joining: t)
+        if receiveBuffer < Self.fullReceiveBuffer { try? slot.easy.set(CURLOPT_BUFFERSIZE, receiveBuffer) }
         let rc = curl_multi_add_handle(multi.raw, slot.easy.raw)
         guard rc == CURLM_OK else {
             t.state = .cancelled

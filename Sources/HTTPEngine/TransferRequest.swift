@@ -198,6 +198,9 @@ public struct EngineOptions: Sendable {
     /// Size of the connection cache (`CURLMOPT_MAXCONNECTS`); libcurl would otherwise let
     /// it grow to four times the number of handles ever added.
     public var maxConnections: Int = 256
+    /// Bytes of receive buffer the running transfers share (`TransferEngine+ReceiveBuffer`):
+    /// each joins with its share, 1 to 16 KiB.
+    public var receiveBufferBudget: Int = 4 << 20
     /// Connections to one host at a time (`CURLMOPT_MAX_HOST_CONNECTIONS`); 0 = no limit.
     /// Transfers beyond it wait in libcurl's queue.
     public var maxHostConnections: Int = 0

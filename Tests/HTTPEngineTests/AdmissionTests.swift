@@ -117,3 +117,41 @@ import Testing
         #expect(try h.finish() == [])
     }
 }
+
+/// The running transfers share `receiveBufferBudget`: each joins with its share of it,
+/// between libcurl's minimum and its default, and libcurl hands the body over in pieces
+/// no larger than that buffer; the body arrives whole either way.
+@Suite struct ReceiveBufferTests {
+    @Test func aJoiningTransferGetsItsShareOfTheBudget() throws {
+        var options = EngineOptions()
+        options.receiveBufferBudget = 48 << 10
+        let h = try Harness(options: options)
+        let probe = Transfer(request: TransferRequest(url: h.url("/x")), delegate: Recorder())
+        #expect(h.engine.receiveBufferBytes(joining: probe) == 16 << 10)
+        var pairs: [(Transfer, Recorder)] = []
+        for i in 0..<3 { pairs.append(try h.start(TransferRequest(url: h.url("/bytes/\(10 + i)")))) }
+        #expect(h.engine.receiveBufferBytes(joining: probe) == 12 << 10)
+        // A started transfer is not counted among the others.
+        #expect(h.engine.receiveBufferBytes(joining: pairs[0].0) == 16 << 10)
+        for (t, _) in pairs { h.engine.cancel(t) }
+        pairs = []
+        #expect(try h.finish() == [])
+    }
+
+    @Test func aSmallShareReadsInSmallPiecesAndLosesNothing() throws {
+        for (budget, piece) in [(1, 1 << 10), (64 << 20, 16 << 10)] {
+            var options = EngineOptions()
+            options.receiveBufferBudget = budget
+            let h = try Harness(options: options)
+            let r = Recorder(expectingSeed: 0)
+            var largest = 0
+            r.accept = { bytes in largest = max(largest, bytes.count); return true }
+            let (t, _) = try h.start(TransferRequest(url: h.url("/bytes/300000")), r)
+            h.run(seconds: 30) { r.completions > 0 }
+            #expect(r.succeeded && r.checker?.matches(count: 300_000) == true)
+            #expect(largest > 0 && largest <= piece && (budget == 1 || largest > 1 << 10), "largest piece \(largest)")
+            _ = t
+            #expect(try h.finish() == [])
+        }
+    }
+}
