@@ -90,6 +90,15 @@ public struct JSONObjectWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A string member whose text is the valid UTF-8 `value` (the caller's promise), as
+    /// `add(_:string:)` would write the string of it, without making the string.
+    public mutating func add(_ key: String, utf8String value: UnsafeBufferPointer<UInt8>) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "\""))
+        JSONWriter.writeEscaped(value, into: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// A member whose value was written already.
     public mutating func add(_ key: String, encoded value: EncodedJSON) {
         self.key(key)
