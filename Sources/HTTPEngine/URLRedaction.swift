@@ -19,7 +19,8 @@ public enum URLRedaction {
         // Without an "@" there is no userinfo, without a "?" no query: nothing to hide,
         // and the URL is the answer as it is (nearly every URL; the access log redacts
         // each request's).
-        if !url.utf8.contains(where: { $0 == 0x40 || $0 == 0x3F }) { return url }  // "@", "?"
+        var scanned = url
+        if !scanned.withUTF8({ $0.contains { $0 == 0x40 || $0 == 0x3F } }) { return url }  // "@", "?"
         let u = Array(url.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(u.count)

@@ -175,7 +175,7 @@ extension Server {
             body = .text(bytes)  // valid UTF-8: written as the string's text, no string made
             encoding = "utf8"
         } else {
-            body = .value(.string(Data(bytes).base64EncodedString()))
+            body = .value(.string(Base64.encode(bytes)))
             encoding = "base64"
         }
         if responseType == "json" && r.status != 0 {

@@ -39,7 +39,7 @@ final class UnreadBytes {
         let text: String
         switch encoding {
         case .base64:
-            text = Data(queue.peek(n)).base64EncodedString()
+            text = Base64.encode(queue.peek(n))
         case .utf8:
             let chunk = queue.peek(n)
             switch UTF8Cut.validPrefix(chunk, allowIncompleteTail: !(complete && n == queue.count)) {
