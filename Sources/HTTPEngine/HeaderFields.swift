@@ -29,7 +29,15 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
         self.bytes.reserveCapacity(bytes)
     }
 
-    /// Adds a field (the parser's: name and value already trimmed).
+    /// Adds a field from a header line (the parser's): the line's bytes are copied in
+    /// one piece, and the field is `name` and `value` of them (the value trimmed).
+    mutating func append(line: UnsafeRawBufferPointer, name: Range<Int>, value: Range<Int>) {
+        let start = bytes.count
+        bytes.append(contentsOf: line)
+        fields.append((name.lowerBound + start..<name.upperBound + start, value.lowerBound + start..<value.upperBound + start))
+    }
+
+    /// Adds a field given as its name and value.
     mutating func append<Bytes: Collection<UInt8>>(name: Bytes, value: Bytes) {
         let nameStart = bytes.count
         bytes.append(contentsOf: name)

@@ -119,7 +119,7 @@ struct ResponseHeadParser {
         var colon = 0
         while colon < end, line[colon] != 0x3A { colon += 1 }
         guard colon < end else { return }  // not a header
-        current?.headers.append(name: UnsafeRawBufferPointer(rebasing: line[0..<colon]), value: trimmed(line, from: colon + 1))
+        current?.headers.append(line: line, name: 0..<colon, value: trimmedRange(line, from: colon + 1))
     }
 
     private static let httpPrefixCount = 5
@@ -151,10 +151,15 @@ struct ResponseHeadParser {
 
 /// The bytes of `line` from `start`, without leading and trailing spaces and tabs.
 private func trimmed(_ line: UnsafeRawBufferPointer, from start: Int) -> UnsafeRawBufferPointer {
+    UnsafeRawBufferPointer(rebasing: line[trimmedRange(line, from: start)])
+}
+
+/// Where those bytes are in `line`.
+private func trimmedRange(_ line: UnsafeRawBufferPointer, from start: Int) -> Range<Int> {
     var s = start, e = line.count
     while s < e, line[s] == 0x20 || line[s] == 0x09 { s += 1 }
     while e > s, line[e - 1] == 0x20 || line[e - 1] == 0x09 { e -= 1 }
-    return UnsafeRawBufferPointer(rebasing: line[s..<e])
+    return s..<e
 }
 
 /// Header text is ASCII in practice, UTF-8 sometimes, and ISO-8859-1 by the old rules
