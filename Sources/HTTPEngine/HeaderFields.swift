@@ -7,7 +7,8 @@
 /// repeated names kept, each read as `(name, value)` strings by `decodeHeaderText`'s
 /// rule (UTF-8, else ISO-8859-1), for the callers that want strings.
 public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArrayLiteral {
-    /// Every field's name and value, one after another.
+    /// The header lines the fields were read from (fields given as strings: each name
+    /// and value, one after another); bytes between the fields' ranges are never read.
     @usableFromInline private(set) var bytes: [UInt8] = []
     /// Where each field's name and value are in `bytes`.
     @usableFromInline private(set) var fields: [(name: Range<Int>, value: Range<Int>)] = []
