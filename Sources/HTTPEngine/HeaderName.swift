@@ -9,6 +9,13 @@ public enum HeaderName {
         return verdict ?? (a.lowercased() == b.lowercased())
     }
 
+    /// The same for names as bytes (a header field's as it came, `HeaderFields`): equal
+    /// exactly when the texts `decodeHeaderText` reads from them are.
+    public static func equal(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+        compareBytes(x, y)
+            ?? (decodeHeaderText(UnsafeRawBufferPointer(x)).lowercased() == decodeHeaderText(UnsafeRawBufferPointer(y)).lowercased())
+    }
+
     /// Whether the names are equal when the bytes decide it; nil when non-ASCII text
     /// has to be lower-cased to tell.
     private static func compareBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool? {
@@ -20,17 +27,6 @@ public enum HeaderName {
         }
         // Otherwise only non-ASCII letters can still lower-case alike (even at another length).
         return isASCII(x) && isASCII(y) ? false : nil
-    }
-
-    /// Eight bytes at a time: names are short, but compared many times.
-    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var i = 0
-        while i + 8 <= bytes.count {
-            let word = UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self)
-            if word & 0x8080_8080_8080_8080 != 0 { return false }
-            i += 8
-        }
-        return bytes[i...].allSatisfy { $0 < 0x80 }
     }
 
     private static func lower(_ byte: UInt8) -> UInt8 {

@@ -5,14 +5,14 @@ public struct ResponseHead: Sendable {
     /// The reason phrase as the server sent it, or the standard phrase for the code when
     /// there was none (HTTP/2 never has one; HTTP/1.1 servers may leave it out).
     public var statusText: String
-    /// In the order received, names spelled as sent, repeated names kept.
-    public var headers: [(name: String, value: String)]
+    /// In the order received, names spelled as sent, repeated names kept; as bytes.
+    public var headers: HeaderFields
     /// "1.0", "1.1", "2", "3".
     public var httpVersion: String
 
     /// Builds a head; the engine makes them from libcurl's header lines, tests and the
     /// Service layer may make their own.
-    public init(status: Int, statusText: String, headers: [(name: String, value: String)], httpVersion: String) {
+    public init(status: Int, statusText: String, headers: HeaderFields, httpVersion: String) {
         self.status = status
         self.statusText = statusText
         self.headers = headers
@@ -25,7 +25,7 @@ public struct ResponseHead: Sendable {
     /// check of a redirect hop must judge exactly this one, or a decoy header before it
     /// would let the real target through unchecked.
     public var followedLocation: String? {
-        headers.first { !$0.value.isEmpty && HeaderName.equal($0.name, "Location") }?.value
+        headers.indices.first { !headers.valueIsEmpty($0) && headers.nameIs($0, "Location") }.map(headers.value(at:))
     }
 
     /// How a head frames its body, as far as its `Content-Length` and
@@ -45,23 +45,28 @@ public struct ResponseHead: Sendable {
     /// first number it finds and would take one of two bodies for the whole response.
     var framing: Framing {
         var length: UInt64?
-        var values: [String] = []
         var hasTransferEncoding = false
-        for h in headers {
-            if h.name.utf8.count == 17, h.name.lowercased() == "transfer-encoding" { hasTransferEncoding = true }
-            guard h.name.utf8.count == 14, h.name.lowercased() == "content-length" else { continue }
-            values.append(h.value)
-            for element in h.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-                let digits = element.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
-                guard !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                    return .invalid("Content-Length \"\(h.value)\" is not a number")
+        for i in headers.indices {
+            // The names' lengths first: nearly every field is settled without comparing.
+            let nameLength = headers.withBytes(i) { name, _ in name.count }
+            if nameLength == 17, headers.nameIs(i, "transfer-encoding") { hasTransferEncoding = true }
+            guard nameLength == 14, headers.nameIs(i, "content-length") else { continue }
+            let verdict: Framing? = headers.withBytes(i) { _, value in
+                for element in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                    let digits = element.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
+                    guard !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                        return .invalid("Content-Length \"\(headers.value(at: i))\" is not a number")
+                    }
+                    let n = digits.reversed().reduce(UInt64(0)) { $0 * 10 + UInt64($1 - 0x30) }
+                    if let length, length != n {
+                        let values = headers.indices[...i].filter { headers.nameIs($0, "content-length") }.map(headers.value(at:))
+                        return .invalid("Content-Length values differ (\(values.joined(separator: "; ")))")
+                    }
+                    length = n
                 }
-                let n = digits.reversed().reduce(UInt64(0)) { $0 * 10 + UInt64($1 - 0x30) }
-                if let length, length != n {
-                    return .invalid("Content-Length values differ (\(values.joined(separator: "; ")))")
-                }
-                length = n
+                return nil
             }
+            if let verdict { return verdict }
         }
         if length != nil, hasTransferEncoding { return .transferEncodingAndLength }
         return .valid
@@ -70,8 +75,7 @@ public struct ResponseHead: Sendable {
     /// The values of a header, case-insensitively, joined with ", " as RFC 9110 §5.3
     /// allows; nil when absent.
     public func value(of name: String) -> String? {
-        let values = headers.filter { HeaderName.equal($0.name, name) }.map(\.value)
-        return values.isEmpty ? nil : values.joined(separator: ", ")
+        headers.joinedValues(of: name)
     }
 }
 
@@ -89,10 +93,12 @@ struct ResponseHeadParser {
     /// Room for the headers of a typical response, reserved once per block so that
     /// appending them does not regrow the array four times.
     static let typicalHeaderCount = 16
+    /// And room for their bytes.
+    static let typicalHeaderBytes = 512
 
     /// Takes one line as libcurl delivered it. Called for every header line of every
-    /// block, so it stays cheap: byte comparisons, and ASCII text (nearly every header)
-    /// turned into a `String` in one copy (`decodeHeaderText`).
+    /// block, so it stays cheap: byte comparisons, and the fields' bytes copied into the
+    /// head's one buffer (`HeaderFields`), no `String` made.
     mutating func consume(line raw: UnsafeRawBufferPointer) {
         var end = raw.count
         while end > 0, raw[end - 1] == 0x0A || raw[end - 1] == 0x0D { end -= 1 }
@@ -100,24 +106,20 @@ struct ResponseHeadParser {
         let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
         if ResponseHeadParser.isStatusLine(line) {
             current = ResponseHeadParser.parseStatusLine(line)
-            current?.headers.reserveCapacity(ResponseHeadParser.typicalHeaderCount)
+            current?.headers.reserveCapacity(fields: ResponseHeadParser.typicalHeaderCount, bytes: ResponseHeadParser.typicalHeaderBytes)
             return
         }
         guard current != nil else { return }  // garbage before any status line
         if line[0] == 0x20 || line[0] == 0x09 {
             // obs-fold (RFC 9112 §5.2): a continuation of the previous value.
             let more = trimmed(line, from: 0)
-            if let lastIndex = current?.headers.indices.last, !more.isEmpty {
-                current?.headers[lastIndex].value += " " + decodeHeaderText(more)
-            }
+            if !more.isEmpty { current?.headers.foldIntoLast(more) }
             return
         }
         var colon = 0
         while colon < end, line[colon] != 0x3A { colon += 1 }
         guard colon < end else { return }  // not a header
-        let name = decodeHeaderText(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
-        let value = decodeHeaderText(trimmed(line, from: colon + 1))
-        current?.headers.append((name: name, value: value))
+        current?.headers.append(line: line, name: 0..<colon, value: trimmedRange(line, from: colon + 1))
     }
 
     private static let httpPrefixCount = 5
@@ -149,10 +151,15 @@ struct ResponseHeadParser {
 
 /// The bytes of `line` from `start`, without leading and trailing spaces and tabs.
 private func trimmed(_ line: UnsafeRawBufferPointer, from start: Int) -> UnsafeRawBufferPointer {
+    UnsafeRawBufferPointer(rebasing: line[trimmedRange(line, from: start)])
+}
+
+/// Where those bytes are in `line`.
+private func trimmedRange(_ line: UnsafeRawBufferPointer, from start: Int) -> Range<Int> {
     var s = start, e = line.count
     while s < e, line[s] == 0x20 || line[s] == 0x09 { s += 1 }
     while e > s, line[e - 1] == 0x20 || line[e - 1] == 0x09 { e -= 1 }
-    return UnsafeRawBufferPointer(rebasing: line[s..<e])
+    return s..<e
 }
 
 /// Header text is ASCII in practice, UTF-8 sometimes, and ISO-8859-1 by the old rules

@@ -16,6 +16,11 @@ public enum URLRedaction {
     /// query parameter named in `secretNames` (lower case) replaced by `REDACTED`. The
     /// rest, fragment included, is kept byte for byte.
     public static func redact(_ url: String, secretNames: Set<String> = defaultSecretQueryNames) -> String {
+        // Without an "@" there is no userinfo, without a "?" no query: nothing to hide,
+        // and the URL is the answer as it is (nearly every URL; the access log redacts
+        // each request's).
+        var scanned = url
+        if !scanned.withUTF8({ $0.contains { $0 == 0x40 || $0 == 0x3F } }) { return url }  // "@", "?"
         let u = Array(url.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(u.count)

@@ -90,19 +90,22 @@ enum JSONWriter {
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var s = s
-        s.withUTF8 { bytes in
-            guard let base = bytes.baseAddress else { return }
-            var i = 0
-            while i < bytes.count {
-                let run = xh_json_unescaped_run(base + i, bytes.count - i)
-                out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: run))
-                i += run
-                guard i < bytes.count else { break }
-                writeEscape(base[i], into: &out)
-                i += 1
-            }
-        }
+        s.withUTF8 { writeEscaped($0, into: &out) }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// The inside of a JSON string (no quotes) whose text is the valid UTF-8 `bytes`.
+    static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        guard let base = bytes.baseAddress else { return }
+        var i = 0
+        while i < bytes.count {
+            let run = xh_json_unescaped_run(base + i, bytes.count - i)
+            out.append(contentsOf: UnsafeBufferPointer(start: base + i, count: run))
+            i += run
+            guard i < bytes.count else { break }
+            writeEscape(base[i], into: &out)
+            i += 1
+        }
     }
 
     private static func writeEscape(_ byte: UInt8, into out: inout [UInt8]) {

@@ -73,6 +73,32 @@ public struct JSONObjectWriter {
         JSONWriter.writeInteger(value, into: &bytes)
     }
 
+    /// A string member from UTF-8 text that is not a `String` (a header field's bytes):
+    /// the key, and the value in pieces that `value` hands to the function it is given,
+    /// one after another. The same text as `add(_:string:)` with the strings these bytes
+    /// are; the caller promises valid UTF-8.
+    public mutating func addString(utf8Key key: UnsafeBufferPointer<UInt8>,
+                                   _ value: ((UnsafeBufferPointer<UInt8>) -> Void) -> Void) {
+        if !isEmpty { bytes.append(UInt8(ascii: ",")) }
+        isEmpty = false
+        bytes.append(UInt8(ascii: "\""))
+        JSONWriter.writeEscaped(key, into: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(UInt8(ascii: "\""))
+        value { JSONWriter.writeEscaped($0, into: &bytes) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A string member whose text is the valid UTF-8 `value` (the caller's promise), as
+    /// `add(_:string:)` would write the string of it, without making the string.
+    public mutating func add(_ key: String, utf8String value: UnsafeBufferPointer<UInt8>) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "\""))
+        JSONWriter.writeEscaped(value, into: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// A member whose value was written already.
     public mutating func add(_ key: String, encoded value: EncodedJSON) {
         self.key(key)

@@ -83,7 +83,7 @@ import Testing
 /// hand.
 @Suite struct ResponseFramingTests {
     func head(_ headers: [(String, String)]) -> ResponseHead {
-        ResponseHead(status: 200, statusText: "OK", headers: headers.map { (name: $0.0, value: $0.1) }, httpVersion: "1.1")
+        ResponseHead(status: 200, statusText: "OK", headers: HeaderFields(headers.map { (name: $0.0, value: $0.1) }), httpVersion: "1.1")
     }
 
     @Test func validLengths() {

@@ -26,6 +26,22 @@ struct ObjectWriterTests {
         #expect(written.decoded() == expected)
     }
 
+    /// Members whose text comes as UTF-8 bytes (header fields, a fetched body) read as
+    /// the strings of those bytes would.
+    @Test func membersFromUTF8BytesMatchTheEncoder() {
+        let key = "k\u{e9}\"y", parts = ["a\"b\\", "", "\u{01}\u{e9}\n", "\u{1F600}"]
+        var writer = JSONObjectWriter()
+        Array(key.utf8).withUnsafeBufferPointer { k in
+            writer.addString(utf8Key: k) { append in
+                for part in parts { Array(part.utf8).withUnsafeBufferPointer(append) }
+            }
+        }
+        Array(parts[2].utf8).withUnsafeBufferPointer { writer.add("body", utf8String: $0) }
+        writer.addString(utf8Key: UnsafeBufferPointer(start: nil, count: 0)) { _ in }
+        let expected: JSONValue = [key: .string(parts.joined()), "body": .string(parts[2]), "": ""]
+        #expect(writer.finish().bytes == JSON.encode(expected))
+    }
+
     @Test func anEmptyObject() {
         #expect(JSONObjectWriter().finish().bytes == Array("{}".utf8))
     }

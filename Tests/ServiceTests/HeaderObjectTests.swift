@@ -1,3 +1,4 @@
+@testable import HTTPEngine
 import JSON
 import Testing
 
@@ -38,8 +39,35 @@ struct HeaderObjectTests {
             #expect(object.members.map(\.value) == want.map { JSONValue.string($0.1) }, "\(distinct) names")
             // fetch's result writes the same object in place, byte for byte.
             var writer = JSONObjectWriter()
-            HTTPRequest.writeHeaderObject(headers, into: &writer)
+            HTTPRequest.writeHeaderObject(HeaderFields(headers), into: &writer)
             #expect(writer.finish().bytes == JSON.encode(.object(object)), "\(distinct) names")
         }
+    }
+
+    /// Fields as the parser keeps them, bytes as they came: Latin-1 and UTF-8 names and
+    /// values, a fold, characters JSON escapes. Written from the bytes, the object is
+    /// the one the fields' strings make, byte for byte.
+    @Test func fieldsFromBytesWriteTheirText() throws {
+        var parser = ResponseHeadParser()
+        let lines: [[UInt8]] = [
+            Array("HTTP/1.1 200 OK\r\n".utf8),
+            [0x58, 0x2D, 0xC9, 0x3A, 0x20, 0x63, 0x61, 0x66, 0xE9, 0x0D, 0x0A],  // "X-\u{C9}: caf\u{E9}" in Latin-1
+            Array("x-\u{E9}: na\u{EF}ve\r\n".utf8),                             // the same name lower-cased, in UTF-8
+            Array("X-Q: \"quoted\" \\ back\u{01}slash\r\n".utf8),
+            Array("X-Fold: caf\u{E9}\r\n".utf8),
+            [0x20, 0x6E, 0xE9, 0x0D, 0x0A],                                      // folded on, Latin-1
+            Array("x-q: again\r\n".utf8),
+            Array("\r\n".utf8),
+        ]
+        for line in lines { line.withUnsafeBytes { parser.consume(line: $0) } }
+        let fields = try #require(parser.current?.headers)
+        #expect(fields.map(\.value) == ["caf\u{E9}", "na\u{EF}ve", "\"quoted\" \\ back\u{01}slash", "caf\u{E9} n\u{E9}", "again"])
+        let object = HTTPRequest.headerObject(fields)
+        let want = Self.expected(Array(fields))
+        #expect(object.members.map(\.key) == want.map(\.0))
+        #expect(object.members.map(\.value) == want.map { JSONValue.string($0.1) })
+        var writer = JSONObjectWriter()
+        HTTPRequest.writeHeaderObject(fields, into: &writer)
+        #expect(writer.finish().bytes == JSON.encode(.object(object)))
     }
 }

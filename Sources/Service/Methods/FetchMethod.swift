@@ -167,23 +167,22 @@ extension Server {
     /// (`JSONObjectWriter`), the same bytes as the `JSONObject` of these members would give.
     private static func answer(_ call: RPCCall, _ r: HTTPRequest, responseType: String) {
         let bytes = r.takeBody()
-        let text: String? = responseType == "base64" ? nil
-            : (UTF8Cut.validPrefix(bytes[...], allowIncompleteTail: false) == .valid(bytes.count)
-                ? String(decoding: bytes, as: UTF8.self) : nil)
-        var body: JSONValue
+        let isText = responseType != "base64"
+            && UTF8Cut.validPrefix(bytes[...], allowIncompleteTail: false) == .valid(bytes.count)
+        var body: ResultBody
         var encoding: String
-        if let text {
-            body = .string(text)
+        if isText {
+            body = .text(bytes)  // valid UTF-8: written as the string's text, no string made
             encoding = "utf8"
         } else {
-            body = .string(Data(bytes).base64EncodedString())
+            body = .value(.string(Base64Text.encode(bytes[...])))
             encoding = "base64"
         }
         if responseType == "json" && r.status != 0 {
             if bytes.isEmpty {
-                (body, encoding) = (.null, "json")
+                (body, encoding) = (.value(.null), "json")
             } else if let value = try? JSON.decode(bytes) {
-                (body, encoding) = (value, "json")
+                (body, encoding) = (.value(value), "json")
             } else {
                 // The error carries the result as it would have been (rare: decoded again).
                 let result = writeResult(r, body: body, encoding: encoding).decoded().objectValue ?? [:]
@@ -194,14 +193,27 @@ extension Server {
         call.reply(encoded: writeResult(r, body: body, encoding: encoding))
     }
 
+    /// The body member of fetch's result: UTF-8 text as its bytes, or a value.
+    private enum ResultBody {
+        case text([UInt8])
+        case value(JSONValue)
+    }
+
     /// fetch's result object, with room for the body reserved at once.
-    private static func writeResult(_ r: HTTPRequest, body: JSONValue, encoding: String) -> EncodedJSON {
-        var result = JSONObjectWriter(capacity: 1024 + (body.stringValue?.utf8.count ?? 0))
+    private static func writeResult(_ r: HTTPRequest, body: ResultBody, encoding: String) -> EncodedJSON {
+        let bodySize = switch body {
+        case .text(let bytes): bytes.count
+        case .value(let value): value.stringValue?.utf8.count ?? 0
+        }
+        var result = JSONObjectWriter(capacity: 1024 + bodySize)
         result.add("request", string: r.handle)
         result.add("status", int: Int64(r.status))
         result.add("statusText", string: r.statusText)
         result.addObject("headers") { HTTPRequest.writeHeaderObject(r.responseHeaders, into: &$0) }
-        result.add("body", body)
+        switch body {
+        case .text(let bytes): bytes.withUnsafeBufferPointer { result.add("body", utf8String: $0) }
+        case .value(let value): result.add("body", value)
+        }
         result.add("encoding", string: encoding)
         return result.finish()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPEngine
 import JSON
 import JSONRPC
 
@@ -190,9 +191,9 @@ final class DownloadFile {
 
     /// Decides what the final response's head means for the file, and keeps its
     /// validator beside the part for a later resume.
-    func headArrived(status: Int, headers: [(name: String, value: String)], url: String) -> HeadDecision {
+    func headArrived(status: Int, headers: HeaderFields, url: String) -> HeadDecision {
         func header(_ n: String) -> String? {
-            headers.last { $0.name.lowercased() == n }?.value.trimmingCharacters(in: .whitespaces)
+            headers.lastValue(of: n)?.trimmingCharacters(in: .whitespaces)
         }
         let d: HeadDecision
         switch status {

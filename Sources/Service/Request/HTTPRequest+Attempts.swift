@@ -220,8 +220,7 @@ extension HTTPRequest {
     func discardsForRetry(_ t: Transfer, _ head: ResponseHead) -> Bool {
         guard let policy = retryPolicy, let request = planned,
               policy.retries(status: head.status, attempt: attempt, method: request.method) else { return false }
-        let after = head.headers.first { $0.name.lowercased() == "retry-after" }
-            .flatMap { RetryPolicy.retryAfter($0.value, now: Date()) }
+        let after = head.headers.firstValue(of: "retry-after").flatMap { RetryPolicy.retryAfter($0, now: Date()) }
         discarding = t
         // libcurl forbids removing a transfer from inside its callbacks: next turn.
         env.soon { [weak self] in self?.dropDiscarded(t, policy: policy, retryAfter: after) }
@@ -283,58 +282,50 @@ extension HTTPRequest {
     }
 
     /// Headers as a JSON object: repeated names (in any case) joined with ", " under
-    /// the first spelling, in the order they first came. The one form every header list
-    /// takes on the wire to clients (fetch's result, the interceptor's questions and notices).
-    ///
-    /// A response has a dozen or two headers: a name is looked for among those already
-    /// seen, no hashing. Past `indexedHeaderCount` names an index by lower-cased name takes
-    /// over, so that an upstream sending thousands of headers does not cost n².
+    /// the first spelling, in the order they first came (`HeaderFields.groupedByName`).
+    /// The one form every header list takes on the wire to clients (fetch's result, the
+    /// interceptor's questions and notices).
+    static func headerObject(_ headers: HeaderFields) -> JSONObject {
+        let groups = headers.groupedByName()
+        return JSONObject(distinctMembers: (0..<groups.count).map { g in
+            let first = groups.first(ofGroup: g)
+            var values = [headers.value(at: first)]
+            var field = first
+            while let next = groups.next(after: field) {
+                values.append(headers.value(at: next))
+                field = next
+            }
+            return (headers.name(at: first), .string(values.joined(separator: ", ")))
+        })
+    }
+
     static func headerObject(_ headers: [(name: String, value: String)]) -> JSONObject {
-        let merged = mergedHeaders(headers)
-        return JSONObject(distinctMembers: zip(merged.names, merged.values).map { ($0, .string($1)) })
+        headerObject(HeaderFields(headers))
     }
 
     /// The same object written in place (fetch's result): `headerObject`'s members, in
-    /// its order, without building it.
-    static func writeHeaderObject(_ headers: [(name: String, value: String)], into object: inout JSONObjectWriter) {
-        let merged = mergedHeaders(headers)
-        for (name, value) in zip(merged.names, merged.values) { object.add(name, string: value) }
-    }
-
-    /// The names and values of `headerObject`, repeats joined.
-    private static func mergedHeaders(_ headers: [(name: String, value: String)]) -> (names: [String], values: [String]) {
-        var names: [String] = [], values: [String] = []
-        names.reserveCapacity(headers.count)
-        values.reserveCapacity(headers.count)
-        // The byte length of each ASCII name seen (nil for another): two ASCII names of
-        // different lengths differ in any case, which settles nearly every comparison
-        // without `HeaderName.equal`.
-        var asciiLengths: [Int?] = []
-        asciiLengths.reserveCapacity(headers.count)
-        var index: [String: Int]?  // by lower-cased name, once there are many
-        for h in headers {
-            if index == nil, names.count > indexedHeaderCount {
-                index = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1.lowercased(), $0) })
-            }
-            let asciiLength = h.name.utf8.allSatisfy { $0 < 0x80 } ? h.name.utf8.count : nil
-            let seen = if let index { index[h.name.lowercased()] } else {
-                names.indices.first { i in
-                    if let a = asciiLengths[i], let b = asciiLength, a != b { return false }
-                    return HeaderName.equal(names[i], h.name)
+    /// its order, straight from the fields' bytes.
+    static func writeHeaderObject(_ headers: HeaderFields, into object: inout JSONObjectWriter) {
+        let groups = headers.groupedByName()
+        for g in 0..<groups.count {
+            let first = groups.first(ofGroup: g)
+            headers.withNameUTF8(first) { name in
+                object.addString(utf8Key: name) { append in
+                    headers.withValueUTF8(first, append)
+                    var field = first
+                    while let next = groups.next(after: field) {
+                        append(UnsafeBufferPointer(start: valueSeparator.utf8Start, count: valueSeparator.utf8CodeUnitCount))
+                        headers.withValueUTF8(next, append)
+                        field = next
+                    }
                 }
             }
-            if let seen {
-                values[seen] += ", " + h.value
-            } else {
-                index?[h.name.lowercased()] = names.count
-                names.append(h.name)
-                values.append(h.value)
-                asciiLengths.append(asciiLength)
-            }
         }
-        // Names that differ when lower-cased differ as given.
-        return (names, values)
     }
 
-    static let indexedHeaderCount = 32
+    /// Between the values of a repeated name.
+    private static let valueSeparator: StaticString = ", "
+
+    /// Past this many names, `headerObject` finds a repeated one by an index.
+    static let indexedHeaderCount = HeaderFields.indexedNameCount
 }

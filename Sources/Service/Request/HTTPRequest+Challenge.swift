@@ -35,7 +35,7 @@ extension HTTPRequest {
                   let answered = try? URLTarget.parse(url: t.currentURL) else { return false }
             let origin = ProtectionSpace(scheme: asked.scheme, host: asked.host, port: asked.port, realm: nil)
             guard origin.isOrigin(of: answered),
-                  let m = principal.credentials.match(origin: origin, challenges: AuthChallenge.parse(head.headers, fieldName: "WWW-Authenticate"),
+                  let m = principal.credentials.match(origin: origin, challenges: AuthChallenge.parse(Array(head.headers), fieldName: "WWW-Authenticate"),
                                                                 mayNegotiate: principal.mayNegotiate)
             else { return false }
             request.user = m.user
@@ -44,7 +44,7 @@ extension HTTPRequest {
         } else {
             guard var proxy = request.proxy, proxy.user == nil else { return false }
             let origin = ProtectionSpace(scheme: "http", host: proxy.host, port: proxy.port, realm: nil)
-            guard let m = principal.credentials.match(origin: origin, challenges: AuthChallenge.parse(head.headers, fieldName: "Proxy-Authenticate"),
+            guard let m = principal.credentials.match(origin: origin, challenges: AuthChallenge.parse(Array(head.headers), fieldName: "Proxy-Authenticate"),
                                                                 mayNegotiate: principal.mayNegotiate)
             else { return false }
             proxy.user = m.user

@@ -91,8 +91,8 @@ extension HTTPRequest {
     }
 
     /// The Content-Length of a head, or -1 when it has none that can be read.
-    static func expectedLength(_ headers: [(name: String, value: String)]) -> Int64 {
-        headers.first { HeaderName.equal($0.name, "Content-Length") }.flatMap { Int64($0.value.trimmingCharacters(in: .whitespaces)) } ?? -1
+    static func expectedLength(_ headers: HeaderFields) -> Int64 {
+        headers.firstValue(of: "Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? -1
     }
 
     func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {

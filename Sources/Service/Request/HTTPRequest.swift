@@ -62,7 +62,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     // The response.
     var status = 0
     var statusText = ""
-    var responseHeaders: [(name: String, value: String)] = []
+    var responseHeaders: HeaderFields = []
     /// The unread body.
     let body: UnreadBytes
     /// Where the body goes instead, for a `download` (`HTTPRequest+Download.swift`).
@@ -376,8 +376,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var displayURL: String { URLRedaction.redact(url, secretNames: env.secretQueryNames) }
 
     func responseHeader(_ name: String) -> String {
-        let wanted = name.lowercased()
-        return responseHeaders.filter { $0.name.lowercased() == wanted }.map(\.value).joined(separator: ", ")
+        responseHeaders.joinedValues(of: name) ?? ""
     }
 
     var allResponseHeaders: String {
