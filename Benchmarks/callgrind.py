@@ -16,6 +16,7 @@ The callgrind output is kept (its path is printed) for `callgrind_annotate`.
     python3 Benchmarks/callgrind.py --mode fetch --seconds 20
 """
 import argparse
+import contextlib
 import glob
 import os
 import re
@@ -48,26 +49,23 @@ def control(flag, pid, sock):
         time.sleep(0.2)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--bin-dir", default=".build/release")
-    p.add_argument("--mode", choices=["fetch", "object", "info"], required=True)
-    p.add_argument("--seconds", type=float, default=20)
-    p.add_argument("--connections", type=int, default=8)
-    p.add_argument("--inflight", type=int, default=64)
-    p.add_argument("--depth", type=int, default=64)
-    args = p.parse_args()
-    bin_dir = os.path.abspath(args.bin_dir)
-    tmp = tempfile.mkdtemp(prefix="xhrpc-callgrind-")
+@contextlib.contextmanager
+def under_callgrind(bin_dir, prefix, valgrind_args=(), xhrpcd_args=(), access_log=False):
+    """Starts nginx serving the benchmark's 1 KiB file and xhrpcd under callgrind, waits
+    until both accept, and yields (tmp, url, socket path, xhrpcd's Popen); stops both by
+    pid at the end (SIGTERM, then SIGKILL after 10 s), also on errors. With
+    `access_log`, nginx logs every request to tmp/access.log (one line each)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
     os.makedirs(os.path.join(tmp, "www"))
     os.chmod(tmp, 0o755)
     with open(os.path.join(tmp, "www", "1k"), "wb") as f:
         f.write(b"x" * run.BODY_BYTES)
     port = run.free_port()
-    access_log = os.path.join(tmp, "access.log")
+    conf = run.NGINX_CONF.format(tmp=tmp, port=port, root=os.path.join(tmp, "www"))
+    if access_log:
+        conf = conf.replace("access_log off;", f"access_log {os.path.join(tmp, 'access.log')};")
     with open(os.path.join(tmp, "nginx.conf"), "w") as f:
-        f.write(run.NGINX_CONF.format(tmp=tmp, port=port, root=os.path.join(tmp, "www")).replace("access_log off;", f"access_log {access_log};"))
-    url = f"http://127.0.0.1:{port}/1k"
+        f.write(conf)
     sock = os.path.join(tmp, "x.sock")
     nginx = server = None
     try:
@@ -81,12 +79,36 @@ def main():
         shutil.copy(os.path.join(bin_dir, "xhrpcd"), xhrpcd)
         subprocess.run(["strip", "--strip-debug", xhrpcd], check=True)
         server = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out.%p", xhrpcd, "--listen", f"unix:{sock}", "--log-level", "warning",
-             "--allow", "127.0.0.1", "--limit", f"transfers={max(64, args.inflight)}"],
+            ["valgrind", "--tool=callgrind", *valgrind_args, f"--callgrind-out-file={tmp}/callgrind.out.%p", xhrpcd,
+             "--listen", f"unix:{sock}", "--log-level", "warning", "--allow", "127.0.0.1", *xhrpcd_args],
             stdin=subprocess.DEVNULL, stdout=open(os.path.join(tmp, "xhrpcd.log"), "wb"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         run.wait_until_accepting(socket.AF_INET, ("127.0.0.1", port), nginx, "nginx", deadline)
         run.wait_until_accepting(socket.AF_UNIX, sock, server, "xhrpcd", deadline)
+        yield tmp, f"http://127.0.0.1:{port}/1k", sock, server
+    finally:
+        for proc in (server, nginx):
+            if proc and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bin-dir", default=".build/release")
+    p.add_argument("--mode", choices=["fetch", "object", "info"], required=True)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--connections", type=int, default=8)
+    p.add_argument("--inflight", type=int, default=64)
+    p.add_argument("--depth", type=int, default=64)
+    args = p.parse_args()
+    bin_dir = os.path.abspath(args.bin_dir)
+    limit = ["--limit", f"transfers={max(64, args.inflight)}"]
+    with under_callgrind(bin_dir, "xhrpc-callgrind-", xhrpcd_args=limit, access_log=True) as (tmp, url, sock, server):
         control("-z", server.pid, sock)
         bench = [os.path.join(bin_dir, "xhrpc-bench"), args.mode, "--socket", sock, "--warmup", "0",
                  "--seconds", str(args.seconds)]
@@ -111,20 +133,11 @@ def main():
         if args.mode == "info":
             count = int(re.search(r"calls (\d+)", out.stdout).group(1))
         else:
-            with open(access_log) as f:
+            with open(os.path.join(tmp, "access.log")) as f:
                 count = sum(1 for _ in f)
         unit = "call" if args.mode == "info" else "request"
         print(f"{args.mode} Ir {ir} {unit}s {count} Ir/{unit} {ir // max(count, 1)}  ({' '.join(dumps)})")
         return 0
-    finally:
-        for proc in (server, nginx):
-            if proc and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
 
 
 if __name__ == "__main__":

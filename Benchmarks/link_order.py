@@ -21,17 +21,11 @@ import glob
 import json
 import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run  # noqa: E402  (the nginx configuration and helpers of the benchmark)
-from callgrind import control  # noqa: E402
+from callgrind import control, under_callgrind  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "link-order.txt")
 
@@ -82,33 +76,7 @@ def main():
     p.add_argument("--output", default=OUT)
     args = p.parse_args()
     bin_dir = os.path.abspath(args.bin_dir)
-    tmp = tempfile.mkdtemp(prefix="xhrpc-link-order-")
-    os.makedirs(os.path.join(tmp, "www"))
-    os.chmod(tmp, 0o755)
-    with open(os.path.join(tmp, "www", "1k"), "wb") as f:
-        f.write(b"x" * run.BODY_BYTES)
-    port = run.free_port()
-    with open(os.path.join(tmp, "nginx.conf"), "w") as f:
-        f.write(run.NGINX_CONF.format(tmp=tmp, port=port, root=os.path.join(tmp, "www")))
-    url = f"http://127.0.0.1:{port}/1k"
-    sock = os.path.join(tmp, "x.sock")
-    nginx = server = None
-    try:
-        nginx = subprocess.Popen(
-            [shutil.which("nginx") or "/usr/sbin/nginx", "-p", tmp, "-e", os.path.join(tmp, "nginx-error.log"),
-             "-c", os.path.join(tmp, "nginx.conf"), "-g", "daemon off;"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        # valgrind 3.19 cannot read the DWARF 5 that Swift writes (Benchmarks/callgrind.py).
-        xhrpcd = os.path.join(tmp, "xhrpcd")
-        shutil.copy(os.path.join(bin_dir, "xhrpcd"), xhrpcd)
-        subprocess.run(["strip", "--strip-debug", xhrpcd], check=True)
-        server = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={tmp}/callgrind.out.%p", xhrpcd,
-             "--listen", f"unix:{sock}", "--log-level", "warning", "--allow", "127.0.0.1"],
-            stdin=subprocess.DEVNULL, stdout=open(os.path.join(tmp, "xhrpcd.log"), "wb"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        run.wait_until_accepting(socket.AF_INET, ("127.0.0.1", port), nginx, "nginx", deadline)
-        run.wait_until_accepting(socket.AF_UNIX, sock, server, "xhrpcd", deadline)
+    with under_callgrind(bin_dir, "xhrpc-link-order-", valgrind_args=["--demangle=no"]) as (tmp, url, sock, server):
         # callgrind writes callgrind.out.PID when the process ends, and each dump asked
         # for meanwhile as callgrind.out.PID.N.
         control("-d", server.pid, sock)  # dump 1: start-up (and the pokes that wake it)
@@ -128,6 +96,7 @@ def main():
         calls(sock, work)
         control("-d", server.pid, sock)  # dump 2: the requests
         dumps = glob.glob(f"{tmp}/callgrind.out.*.*")
+        xhrpcd = os.path.join(tmp, "xhrpcd")
         order, seen = [], set()
         for dump in startup + [d for d in dumps if d not in startup]:
             for name in functions(dump, xhrpcd):
@@ -140,15 +109,6 @@ def main():
             f.write("".join(n + "\n" for n in order))
         print(f"{args.output}: {len(order)} functions ({len(functions(startup[0], xhrpcd))} at start-up)")
         return 0
-    finally:
-        for proc in (server, nginx):
-            if proc and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
 
 
 if __name__ == "__main__":
