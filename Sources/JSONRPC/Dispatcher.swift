@@ -88,6 +88,7 @@ public final class Dispatcher {
             switch try method.handler(call) {
             case .result(let result): call.reply(result)
             case .deferred: if !call.isAnswered { call.markDeferred() }
+            case .answered: break
             }
         } catch {
             call.fail(error as? RPCError ?? .internalError(String(describing: error)))

@@ -20,11 +20,14 @@ public enum ParamSchema: Sendable {
     case any
 }
 
-/// What a handler did with a call: answered it at once, or kept the `RPCCall` to answer
-/// later through `reply`/`fail` (a synchronous `send` waiting for its transfer).
+/// What a handler did with a call: answered it at once (with its result, or through the
+/// call itself), or kept the `RPCCall` to answer later through `reply`/`fail` (a
+/// synchronous `send` waiting for its transfer).
 public enum RPCOutcome {
     case result(JSONValue)
     case deferred
+    /// The handler has answered already, through `reply`/`fail` (`reply(object:)`).
+    case answered
 }
 
 /// A method handler. It runs on the loop thread; throwing an `RPCError` answers with

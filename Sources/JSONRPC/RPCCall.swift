@@ -85,6 +85,13 @@ public final class RPCCall {
         answer(response { $0.add("result", encoded: result) })
     }
 
+    /// Answers with a result object that `write` adds the members of, straight into the
+    /// response's text: the same message as `reply(_:)` with the equal `JSONObject`, for
+    /// results answered often (`server.info`) with neither a tree nor a second buffer.
+    public func reply(object write: (inout JSONObjectWriter) -> Void) {
+        answer(response { $0.addObject("result", write) })
+    }
+
     /// Answers with an error.
     public func fail(_ error: RPCError) {
         guard !isAnswered else { return }
