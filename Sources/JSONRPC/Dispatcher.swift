@@ -138,7 +138,7 @@ public final class Dispatcher {
         }
         var params = Params()
         var paramError: RPCError?
-        let registered = registry.methods[method]
+        let registered = registry.method(named: method)
         if let registered, case .named(let specs) = registered.schema {
             switch normalize(raw, specs) {
             case .success(let p): params = p
