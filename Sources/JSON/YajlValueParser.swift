@@ -292,7 +292,9 @@ final class YajlValueParser {
         if members.count <= 12 {
             var hasDuplicate = false
             outer: for i in members.indices {
-                for j in members.indices[(i + 1)...] where members[i].key == members[j].key {
+                // Keys of different lengths differ: most pairs are told apart by that.
+                for j in members.indices[(i + 1)...]
+                where members[i].key.utf8.count == members[j].key.utf8.count && members[i].key == members[j].key {
                     hasDuplicate = true
                     break outer
                 }
