@@ -104,11 +104,14 @@ public final class RPCCall {
     private func response(_ writeOutcome: (inout JSONObjectWriter) -> Void) -> EncodedJSON? {
         guard !isNotification, !isAnswered else { return nil }
         var message = JSONObjectWriter()
-        message.add("jsonrpc", string: "2.0")
+        message.add("jsonrpc", encoded: Self.version)
         writeOutcome(&message)
         message.add("id", id ?? .null)
         return message.finish()
     }
+
+    /// The value of every response's `jsonrpc`, encoded once.
+    private static let version = EncodedJSON("2.0")
 
     func markDeferred() {
         isDeferred = true
