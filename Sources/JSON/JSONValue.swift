@@ -56,7 +56,10 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
     /// Reading a missing key gives nil; writing nil removes the member.
     public subscript(key: String) -> JSONValue? {
         get {
-            for m in members where m.key == key { return m.value }
+            // Keys of other lengths are passed over without comparing them (a call's
+            // envelope is looked up four times, among keys of 2 to 7 bytes).
+            let length = key.utf8.count
+            for m in members where m.key.utf8.count == length && m.key == key { return m.value }
             return nil
         }
         set {

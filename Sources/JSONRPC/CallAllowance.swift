@@ -23,6 +23,9 @@ public final class CallAllowance {
     private let wake: Timer
     private var used = 0
     private var waiting: [RPCConnection] = []
+    /// Whether `prepare` is started: only this object starts and stops it, and `take`
+    /// asks for every call, so it is kept here rather than asked of libuv each time.
+    private var watchingTurn = false
 
     init(loop: Loop) throws {
         prepare = try Prepare(loop: loop)
@@ -39,14 +42,14 @@ public final class CallAllowance {
         guard fresh || used < CallAllowance.perTurn else { return false }
         if !fresh, slice >= CallAllowance.perSlice, !waiting.isEmpty { return false }
         used += 1
-        if !prepare.isActive { prepare.start { [unowned self] in turnEnded() } }
+        watchTurn()
         return true
     }
 
     /// `connection` goes on with its calls once the allowance is renewed.
     func wait(_ connection: RPCConnection) {
         waiting.append(connection)
-        if !prepare.isActive { prepare.start { [unowned self] in turnEnded() } }
+        watchTurn()
         if !wake.isActive { wake.start(timeout: 0) {} }
     }
 
@@ -60,8 +63,18 @@ public final class CallAllowance {
             due -= 1
             waiting.removeFirst().resumeCalls()
         }
-        if used == 0, waiting.isEmpty { prepare.stop() }
+        if used == 0, waiting.isEmpty {
+            prepare.stop()
+            watchingTurn = false
+        }
         if !waiting.isEmpty, !wake.isActive { wake.start(timeout: 0) {} }
+    }
+
+    /// Has `turnEnded` called at the end of this loop turn.
+    private func watchTurn() {
+        guard !watchingTurn else { return }
+        watchingTurn = true
+        prepare.start { [unowned self] in turnEnded() }
     }
 
     func close() {

@@ -50,7 +50,7 @@ public final class Dispatcher {
             for member in members where peer.isOpen { run(member, peer: peer, sink: batch) }
             batch.seal()
         } else {
-            run(value, peer: peer, sink: DirectSink(peer: peer))
+            run(value, peer: peer, sink: nil)
         }
     }
 
@@ -65,9 +65,10 @@ public final class Dispatcher {
         peer.send(["jsonrpc": "2.0", "error": error.json, "id": id])
     }
 
-    private func run(_ value: JSONValue, peer: RPCPeer, sink: ReplySink) {
+    /// Runs one call; `sink` is its batch, nil for a single call.
+    private func run(_ value: JSONValue, peer: RPCPeer, sink: ReplySink?) {
         if let response = Self.response(value) {
-            sink.deliver(nil)
+            deliverAnswer(nil, to: sink, peer: peer)
             onResponse?(peer, response.id, response.outcome)
             return
         }
@@ -76,7 +77,7 @@ public final class Dispatcher {
         switch makeCall(value, peer: peer, sink: sink) {
         case .failure(let invalid):
             onError?(peer, invalid.error)
-            sink.deliver(EncodedJSON(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id]))
+            deliverAnswer(EncodedJSON(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id]), to: sink, peer: peer)
             return
         case .success(let made):
             (call, paramError) = made
@@ -88,6 +89,7 @@ public final class Dispatcher {
             switch try method.handler(call) {
             case .result(let result): call.reply(result)
             case .deferred: if !call.isAnswered { call.markDeferred() }
+            case .answered: break
             }
         } catch {
             call.fail(error as? RPCError ?? .internalError(String(describing: error)))
@@ -111,7 +113,7 @@ public final class Dispatcher {
     /// Checks the request object's shape, and the parameters against the declaration. A
     /// well-formed request with bad parameters still makes a call (so a notification
     /// stays silent); its parameter error comes back beside it.
-    private func makeCall(_ value: JSONValue, peer: RPCPeer, sink: ReplySink) -> Result<(RPCCall, RPCError?), Invalid> {
+    private func makeCall(_ value: JSONValue, peer: RPCPeer, sink: ReplySink?) -> Result<(RPCCall, RPCError?), Invalid> {
         guard case .object(let o) = value else {
             return .failure(Invalid(error: .invalidRequest("a request must be an object"), id: .null))
         }
@@ -137,7 +139,7 @@ public final class Dispatcher {
         }
         var params = Params()
         var paramError: RPCError?
-        let registered = registry.methods[method]
+        let registered = registry.method(named: method)
         if let registered, case .named(let specs) = registered.schema {
             switch normalize(raw, specs) {
             case .success(let p): params = p

@@ -49,7 +49,8 @@ public final class RPCCall {
     /// The request id; nil for a notification.
     public let id: JSONValue?
     public let peer: RPCPeer
-    private let sink: ReplySink
+    /// The batch the call belongs to; nil for a single call, answered straight to `peer`.
+    private let sink: ReplySink?
     /// The dispatcher's `onError`, told of the error this call is answered with, whether
     /// the handler threw it or answered later.
     private let onError: ((RPCPeer, RPCError) -> Void)?
@@ -60,7 +61,7 @@ public final class RPCCall {
     @exclusivity(unchecked) private var isDeferred = false
 
     init(method: String, registered: RPCMethod?, params: Params, rawParams: JSONValue?, id: JSONValue?, peer: RPCPeer,
-         sink: ReplySink, onError: ((RPCPeer, RPCError) -> Void)?, onAnswer: ((RPCCall, RPCError?) -> Void)? = nil) {
+         sink: ReplySink?, onError: ((RPCPeer, RPCError) -> Void)?, onAnswer: ((RPCCall, RPCError?) -> Void)? = nil) {
         self.method = method
         self.registered = registered
         self.params = params
@@ -85,6 +86,13 @@ public final class RPCCall {
         answer(response { $0.add("result", encoded: result) })
     }
 
+    /// Answers with a result object that `write` adds the members of, straight into the
+    /// response's text: the same message as `reply(_:)` with the equal `JSONObject`, for
+    /// results answered often (`server.info`) with neither a tree nor a second buffer.
+    public func reply(object write: (inout JSONObjectWriter) -> Void) {
+        answer(response { $0.addObject("result", write) })
+    }
+
     /// Answers with an error.
     public func fail(_ error: RPCError) {
         guard !isAnswered else { return }
@@ -97,11 +105,14 @@ public final class RPCCall {
     private func response(_ writeOutcome: (inout JSONObjectWriter) -> Void) -> EncodedJSON? {
         guard !isNotification, !isAnswered else { return nil }
         var message = JSONObjectWriter()
-        message.add("jsonrpc", string: "2.0")
+        message.add("jsonrpc", encoded: Self.version)
         writeOutcome(&message)
         message.add("id", id ?? .null)
         return message.finish()
     }
+
+    /// The value of every response's `jsonrpc`, encoded once.
+    private static let version = EncodedJSON("2.0")
 
     func markDeferred() {
         isDeferred = true
@@ -112,22 +123,25 @@ public final class RPCCall {
         guard !isAnswered else { return }
         isAnswered = true
         onAnswer?(self, error)
-        sink.deliver(response)
+        deliverAnswer(response, to: sink, peer: peer)
         if isDeferred { peer.deferredCallEnded() }
     }
 }
 
-/// Where an answer goes: straight to the peer for a single call, or into the batch it
-/// belongs to, which is written as one array once its last call is answered.
+/// Where an answer goes: into the batch it belongs to, which is written as one array once
+/// its last call is answered.
 class ReplySink {
     func deliver(_ response: EncodedJSON?) {}
 }
 
-final class DirectSink: ReplySink {
-    unowned let peer: RPCPeer
-    init(peer: RPCPeer) { self.peer = peer }
-    override func deliver(_ response: EncodedJSON?) {
-        if let response, peer.isOpen { peer.send(encoded: response) }
+/// Delivers an answer (nil for a notification's) into its batch's `sink`, or, for a
+/// single call (no sink), straight to the peer: a single call needs no object of its own
+/// for that.
+func deliverAnswer(_ response: EncodedJSON?, to sink: ReplySink?, peer: RPCPeer) {
+    if let sink {
+        sink.deliver(response)
+    } else if let response, peer.isOpen {
+        peer.send(encoded: response)
     }
 }
 

@@ -44,6 +44,8 @@ public final class Server {
     private(set) lazy var lifetime = ObjectLifetime(server: self, timer: sweepTimer, config: config)
     private let sweepTimer: EventLoop.Timer
     let startedAt = Date()
+    /// `server.info`'s last `uptimeSeconds`, encoded (`ServerMethods.swift`).
+    var lastUptime: (seconds: Double, json: EncodedJSON)?
     /// Raw sockets' TLS client context (`socketTLSContext`), made on first use.
     private var socketTLS: TLSContext?
 
