@@ -81,6 +81,8 @@ public final class TransferEngine {
     var pendingAddsHead = 0
     /// Transfers that joined the multi this loop turn; the admission handle resets it.
     var admittedThisTurn = 0
+    /// Of those, the ones that open a new connection (`connectsPerTurn`).
+    var connectsThisTurn = 0
     /// Runs once per loop turn while transfers join or wait (`endAdmissionTurn`).
     let admissionHandle: Prepare
     var pendingRemovals: [Transfer] = []
@@ -200,7 +202,7 @@ public final class TransferEngine {
             timed[ObjectIdentifier(t)] = t
             armTimeout(for: t)
         }
-        guard !inCurl, admitsNow() else {
+        guard !inCurl, admitsNow(t) else {
             enqueue(t)
             return
         }

@@ -14,10 +14,12 @@ import EventLoop
 /// loop's poll from blocking, so they go on at once when nothing else is ready. Each
 /// connection's calls still run in the order they arrived.
 public final class CallAllowance {
-    /// Calls run per loop turn over all connections.
-    public static let perTurn = 32
+    /// Calls run per loop turn over all connections. A `fetch` call costs about 23 µs
+    /// of CPU (the `inflight` ramp, per-turn thread CPU time): 32 made turns of 0.7 ms
+    /// before any transfer joined; 16 keep them near 0.4 ms.
+    public static let perTurn = 16
     /// Calls one connection runs before it lets waiting ones go first.
-    public static let perSlice = 8
+    public static let perSlice = 4
 
     private let prepare: Prepare
     private let wake: Timer

@@ -1,16 +1,19 @@
 import Testing
 @testable import HTTPEngine
 
-/// Started transfers join the multi at most `admissionsPerTurn` a loop turn, in the
-/// order they were started; all of them run and complete.
+/// Started transfers join the multi at most `admissionsPerTurn` a loop turn, and at most
+/// `connectsPerTurn` of those that open a new connection, in the order they were
+/// started; all of them run and complete.
 @Suite struct AdmissionTests {
     func joined(_ pairs: [(Transfer, Recorder)]) -> Int {
         pairs.filter { $0.0.state != .waitingToAdd }.count
     }
 
+    /// Nothing to reuse: each opens a new connection, `connectsPerTurn` a turn.
     @Test func startsJoinTheMultiInSlicesPerTurn() throws {
         let h = try Harness()
-        let n = TransferEngine.admissionsPerTurn
+        let n = TransferEngine.connectsPerTurn
+        #expect(n < TransferEngine.admissionsPerTurn)
         var pairs: [(Transfer, Recorder)] = []
         for i in 0..<(3 * n) {
             pairs.append(try h.start(TransferRequest(url: h.url("/bytes/\(100 + i)")), Recorder(expectingSeed: 0)))
@@ -29,6 +32,26 @@ import Testing
             #expect(r.succeeded && r.checker?.matches(count: 100 + i) == true, "transfer \(i)")
         }
         #expect(h.engine.waitingToJoin == 0)
+        pairs = []
+        #expect(try h.finish() == [])
+    }
+
+    /// With an idle connection in libcurl's cache a transfer may reuse it instead of
+    /// connecting: `admissionsPerTurn` join a turn.
+    @Test func transfersThatMayReuseJoinInLargerSlices() throws {
+        let h = try Harness()
+        #expect(try h.fetch("/bytes/10").succeeded)  // leaves its connection idle
+        let n = TransferEngine.admissionsPerTurn
+        var pairs: [(Transfer, Recorder)] = []
+        for i in 0..<(2 * n) {
+            pairs.append(try h.start(TransferRequest(url: h.url("/bytes/\(100 + i)")), Recorder(expectingSeed: 0)))
+        }
+        #expect(joined(pairs) == n)
+        #expect(h.engine.waitingToJoin == n)
+        h.run(seconds: 30) { pairs.allSatisfy { $0.1.completions > 0 } }
+        for (i, (_, r)) in pairs.enumerated() {
+            #expect(r.succeeded && r.checker?.matches(count: 100 + i) == true, "transfer \(i)")
+        }
         pairs = []
         #expect(try h.finish() == [])
     }
