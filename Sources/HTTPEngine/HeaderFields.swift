@@ -163,6 +163,15 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
         @inlinable public func next(after field: Int) -> Int? {
             nextField[field] < 0 ? nil : nextField[field]
         }
+
+        /// Calls `body` with each field of group `g`, in the order they came.
+        @inlinable public func forEachField(ofGroup g: Int, _ body: (Int) -> Void) {
+            var field: Int? = first(ofGroup: g)
+            while let f = field {
+                body(f)
+                field = next(after: f)
+            }
+        }
     }
 
     /// Past this many names, a group is found by an index of lower-cased names instead of

@@ -22,7 +22,7 @@ struct HeaderObjectTests {
     }
 
     @Test func repeatsAreJoinedAtEveryCount() {
-        for distinct in [1, 5, HTTPRequest.indexedHeaderCount, HTTPRequest.indexedHeaderCount + 1, 3 * HTTPRequest.indexedHeaderCount] {
+        for distinct in [1, 5, HeaderFields.indexedNameCount, HeaderFields.indexedNameCount + 1, 3 * HeaderFields.indexedNameCount] {
             var headers: [(name: String, value: String)] = []
             for i in 0..<distinct { headers.append(("X-H\(i)", "v\(i)")) }
             // Repeats of the first, a middle and the last name, in other cases, at the end.

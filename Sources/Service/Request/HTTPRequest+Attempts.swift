@@ -288,14 +288,9 @@ extension HTTPRequest {
     static func headerObject(_ headers: HeaderFields) -> JSONObject {
         let groups = headers.groupedByName()
         return JSONObject(distinctMembers: (0..<groups.count).map { g in
-            let first = groups.first(ofGroup: g)
-            var values = [headers.value(at: first)]
-            var field = first
-            while let next = groups.next(after: field) {
-                values.append(headers.value(at: next))
-                field = next
-            }
-            return (headers.name(at: first), .string(values.joined(separator: ", ")))
+            var values: [String] = []
+            groups.forEachField(ofGroup: g) { values.append(headers.value(at: $0)) }
+            return (headers.name(at: groups.first(ofGroup: g)), .string(values.joined(separator: ", ")))
         })
     }
 
@@ -311,12 +306,11 @@ extension HTTPRequest {
             let first = groups.first(ofGroup: g)
             headers.withNameUTF8(first) { name in
                 object.addString(utf8Key: name) { append in
-                    headers.withValueUTF8(first, append)
-                    var field = first
-                    while let next = groups.next(after: field) {
-                        append(UnsafeBufferPointer(start: valueSeparator.utf8Start, count: valueSeparator.utf8CodeUnitCount))
-                        headers.withValueUTF8(next, append)
-                        field = next
+                    groups.forEachField(ofGroup: g) { field in
+                        if field != first {
+                            append(UnsafeBufferPointer(start: valueSeparator.utf8Start, count: valueSeparator.utf8CodeUnitCount))
+                        }
+                        headers.withValueUTF8(field, append)
                     }
                 }
             }
@@ -325,7 +319,4 @@ extension HTTPRequest {
 
     /// Between the values of a repeated name.
     private static let valueSeparator: StaticString = ", "
-
-    /// Past this many names, `headerObject` finds a repeated one by an index.
-    static let indexedHeaderCount = HeaderFields.indexedNameCount
 }
