@@ -22,11 +22,16 @@ final class ServerMetrics {
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
 
-    /// By method, then outcome: two lookups of the strings as they are, where one key
-    /// joined from both cost a new string on every call answered.
-    private var calls: [String: [String: CoreMetrics.Counter]] = [:]
-    /// The `ok` counters of `calls` again, by `RPCMethod.number`.
-    private var okCalls: [CoreMetrics.Counter?] = []
+    /// The calls counters by method (`RPCMethod.number`; names that are not a declared
+    /// method share `unknownCalls`), then outcome: a call found by its method's number
+    /// and answered `ok`, nearly all of them, is counted without hashing a string.
+    private var calls: [CallCounters] = []
+    private var unknownCalls = CallCounters()
+
+    private struct CallCounters {
+        var ok: CoreMetrics.Counter?
+        var failed: [String: CoreMetrics.Counter] = [:]
+    }
     private var requests: [String: CoreMetrics.Counter] = [:]
     private var connectionsTotal: [String: CoreMetrics.Counter] = [:]
     private var connectionsOpen: [String: CoreMetrics.Gauge] = [:]
@@ -79,23 +84,27 @@ final class ServerMetrics {
     /// `method` is the declared method, or nil for a name that is not one (counted as
     /// `unknown`, so that a client cannot grow the label set without bound).
     func callAnswered(method: RPCMethod?, outcome: String) {
-        // Most calls succeed: their counter is found by the method's number, not by hashing.
-        let fast = outcome == "ok" ? method?.number : nil
-        if let n = fast, n < okCalls.count, let c = okCalls[n] { return c.increment() }
-        let name = method?.name ?? "unknown"
-        let c: CoreMetrics.Counter
-        if let made = calls[name]?[outcome] {
-            c = made
+        guard let method else { return count(&unknownCalls, method: "unknown", outcome: outcome) }
+        if method.number >= calls.count {
+            calls += Array(repeating: CallCounters(), count: method.number + 1 - calls.count)
+        }
+        count(&calls[method.number], method: method.name, outcome: outcome)
+    }
+
+    private func count(_ counters: inout CallCounters, method: String, outcome: String) {
+        func made() -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: Self.prefix + "rpc_calls_total",
+                                dimensions: [("method", method), ("outcome", outcome)], factory: factory)
+        }
+        if outcome == "ok" {
+            let c = counters.ok ?? made()
+            counters.ok = c
+            c.increment()
         } else {
-            c = CoreMetrics.Counter(label: Self.prefix + "rpc_calls_total",
-                                    dimensions: [("method", name), ("outcome", outcome)], factory: factory)
-            calls[name, default: [:]][outcome] = c
+            let c = counters.failed[outcome] ?? made()
+            counters.failed[outcome] = c
+            c.increment()
         }
-        if let n = fast {
-            if n >= okCalls.count { okCalls += Array(repeating: nil, count: n + 1 - okCalls.count) }
-            okCalls[n] = c
-        }
-        c.increment()
     }
 
     func connectionOpened(id: UInt64, transport: String) {
