@@ -15,6 +15,13 @@ struct ObjectNameTests {
         #expect(seen.count == 100)
     }
 
+    /// The digits of both halves, most significant first, leading zeros kept (what
+    /// `String(v, radix: 16)` padded to 16 gave).
+    @Test func namesSpellTheirBitsInFixedWidthHex() {
+        #expect(ObjectName.named("fetch_", hex: 0x0123_4567_89AB_CDEF, 0xA) == "fetch_0123456789abcdef000000000000000a")
+        #expect(ObjectName.named("", hex: .max, 0) == "ffffffffffffffff0000000000000000")
+    }
+
     @Test func aTakenNameIsDrawnAgain() {
         var asked = [String]()
         let name = ObjectName.generate { candidate in
