@@ -83,6 +83,8 @@ public final class Transfer {
     var roomMade = false
     /// The engine's next-turn timer will bring libcurl's pause in line with the reasons.
     var pauseUpdateScheduled = false
+    /// Where the engine's `active` and `timed` sets hold it (`TransferSet`).
+    var places = Places()
     /// The whole-transfer timeout's clock (`TransferEngine+Pause.swift`).
     var activeClock = ActiveClock()
     /// The cached connection this transfer used, noted at completion (weak: the watch

@@ -49,7 +49,7 @@ public final class TransferEngine {
     /// Fires at the earliest deadline of the transfers in `timed`.
     let timeoutTimer: Timer
     /// Running transfers with a timeout; the rest never need the timeout timer.
-    var timed: [ObjectIdentifier: Transfer] = [:]
+    var timed = TransferSet(.timed)
     /// The deadline the timeout timer was last armed for.
     var timeoutArmedFor: Double?
     /// Counts the libuv handles this engine opened and not yet saw closed, so `shutdown`
@@ -64,11 +64,11 @@ public final class TransferEngine {
 
     /// Transfers started and not yet completed or cancelled; holds the strong reference
     /// libcurl's callbacks rely on.
-    var active: [ObjectIdentifier: Transfer] = [:]
+    var active = TransferSet(.active)
 
     /// Running transfers paused for any reason (`PauseReasons`: their reader has no
     /// room, or their client paused them); for metrics, counted when asked.
-    public var pausedTransferCount: Int { active.values.reduce(0) { $0 + ($1.isPaused ? 1 : 0) } }
+    public var pausedTransferCount: Int { active.members.reduce(0) { $0 + ($1.isPaused ? 1 : 0) } }
     /// Reset easy handles ready for the next transfer.
     var pool: [EasySlot] = []
     static let poolLimit = 64
@@ -197,9 +197,9 @@ public final class TransferEngine {
         }
         t.slot = slot
         t.engine = self
-        active[ObjectIdentifier(t)] = t
+        active.insert(t)
         if t.request.timeout > 0 {
-            timed[ObjectIdentifier(t)] = t
+            timed.insert(t)
             armTimeout(for: t)
         }
         guard !inCurl, admitsNow(t) else {
@@ -267,8 +267,8 @@ public final class TransferEngine {
         }
         t.pauseReasons = []
         t.pausedInCurl = false
-        active.removeValue(forKey: ObjectIdentifier(t))
-        timed.removeValue(forKey: ObjectIdentifier(t))
+        active.remove(t)
+        timed.remove(t)
     }
 
     /// Resets a slot for the pool, or lets it go (and be cleaned up) when the pool is
@@ -294,7 +294,7 @@ public final class TransferEngine {
     public func closeConnections(usedBy t: Transfer) {
         guard isOpen, t.state == .finished, let w = t.lastConnection else { return }
         t.lastConnection = nil
-        if let user = w.lastUser, active.values.contains(where: { $0.slot?.easy.raw == user }) { return }
+        if let user = w.lastUser, active.members.contains(where: { $0.slot?.easy.raw == user }) { return }
         retire(w)
     }
 
@@ -455,7 +455,7 @@ public final class TransferEngine {
         if inCurl {
             // Silence everything now, as `cancel` would; the teardown itself waits
             // until libcurl has returned.
-            for t in active.values { t.state = .cancelled }
+            for t in active.members { t.state = .cancelled }
             pendingShutdown.append(completion)
             return
         }
@@ -463,7 +463,7 @@ public final class TransferEngine {
             handles.whenAllClosed(completion)
             return
         }
-        for t in Array(active.values) {
+        for t in active.members {
             t.state = .cancelled
             detach(t)
         }
@@ -484,7 +484,7 @@ public final class TransferEngine {
         deferredTimer.close(handles.closedCallback)
         timeoutTimer.close(handles.closedCallback)
         admissionHandle.close(handles.closedCallback)
-        timed = [:]
+        timed.removeAll()
         handles.whenAllClosed(completion)
     }
 }
