@@ -13,12 +13,12 @@ enum ObjectName {
 
     /// Whether `name` is 1 to `maxBytes` of ASCII letters, digits and the characters of
     /// `also`: the one syntax of the names clients and operators choose (request
-    /// handles, principals).
+    /// handles, principals). `also` is a handful of characters, looked through for each
+    /// other byte rather than made into a set on every call.
     static func isPlainName(_ name: String, maxBytes: Int, also: String) -> Bool {
-        let extra = Set(also.utf8)
-        return !name.isEmpty && name.utf8.count <= maxBytes
+        !name.isEmpty && name.utf8.count <= maxBytes
             && name.utf8.allSatisfy { b in
-                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || extra.contains(b)
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || also.utf8.contains(b)
             }
     }
 
