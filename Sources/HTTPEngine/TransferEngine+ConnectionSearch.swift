@@ -57,6 +57,6 @@ extension TransferEngine {
 
     /// The transfers in the multi, or about to join it this turn, other than `t`.
     func transfersRunning(besides t: Transfer) -> Int {
-        activeTransfers - waitingToJoin - (active[ObjectIdentifier(t)] == nil ? 0 : 1)
+        activeTransfers - waitingToJoin - (active.contains(t) ? 1 : 0)
     }
 }

@@ -40,7 +40,7 @@ extension TransferEngine {
         t.denial = denial
         t.engine = self
         t.state = .running
-        active[ObjectIdentifier(t)] = t
+        active.insert(t)
         pendingDenials.append(t)
         armDeferred()
     }

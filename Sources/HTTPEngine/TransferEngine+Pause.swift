@@ -83,7 +83,7 @@ extension TransferEngine {
     func armTimeouts() {
         guard isOpen else { return }
         var earliest: Double?
-        for t in timed.values {
+        for t in timed.members {
             guard let d = t.activeClock.deadline(for: t.request.timeout) else { continue }
             earliest = min(earliest ?? d, d)
         }
@@ -114,7 +114,7 @@ extension TransferEngine {
     func timeoutsDue() {
         guard isOpen else { return }
         let now = TransferEngine.monotonicSeconds()
-        let due = timed.values.filter { t in
+        let due = timed.members.filter { t in
             t.state == .running && (t.activeClock.deadline(for: t.request.timeout).map { $0 <= now } ?? false)
         }
         for t in due where t.state == .running {

@@ -33,13 +33,20 @@ import Logging
 /// the turn's allowance, the rest on later turns). No delegate is
 /// ever called synchronously from `start`, `cancel`, `resume` or `shutdown`.
 ///
-/// Confined to the loop's thread.
+/// Confined to the loop's thread. The state every transfer's start, admission and end
+/// touch is marked `@exclusivity(unchecked)`, as the JSON-RPC layer's per-call
+/// properties are (`Dispatcher`), and so are `Transfer`'s and `HTTPRequest`'s: the
+/// runtime's dynamic exclusivity check costs about 60 instructions an access, and a
+/// `fetch` made some 140 of them here (9k instructions). Safe to drop: one thread, and
+/// no access spans a call that could reach the same property again (the mutating calls
+/// on them, a set's insert or remove, the head parser's `consume`, the state
+/// machine's events, call nothing outside).
 public final class TransferEngine {
     let loop: Loop
     let options: EngineOptions
     let multi: MultiHandle
     /// False once `shutdown` cleaned up the multi: nothing may touch it after that.
-    var isOpen = true
+    @exclusivity(unchecked) var isOpen = true
     let log = Logger(label: "xhrpc.http")
 
     /// libcurl's single timeout; armed and stopped by `CURLMOPT_TIMERFUNCTION`.
@@ -49,7 +56,7 @@ public final class TransferEngine {
     /// Fires at the earliest deadline of the transfers in `timed`.
     let timeoutTimer: Timer
     /// Running transfers with a timeout; the rest never need the timeout timer.
-    var timed: [ObjectIdentifier: Transfer] = [:]
+    @exclusivity(unchecked) var timed = TransferSet(.timed)
     /// The deadline the timeout timer was last armed for.
     var timeoutArmedFor: Double?
     /// Counts the libuv handles this engine opened and not yet saw closed, so `shutdown`
@@ -60,32 +67,32 @@ public final class TransferEngine {
     var watches: [SocketWatch?] = []
     /// How many of the sockets the engine opened libcurl is not watching: at least every
     /// idle connection in its cache (`skipsConnectionSearch`).
-    var unwatchedSockets = 0
+    @exclusivity(unchecked) var unwatchedSockets = 0
 
     /// Transfers started and not yet completed or cancelled; holds the strong reference
     /// libcurl's callbacks rely on.
-    var active: [ObjectIdentifier: Transfer] = [:]
+    @exclusivity(unchecked) var active = TransferSet(.active)
 
     /// Running transfers paused for any reason (`PauseReasons`: their reader has no
     /// room, or their client paused them); for metrics, counted when asked.
-    public var pausedTransferCount: Int { active.values.reduce(0) { $0 + ($1.isPaused ? 1 : 0) } }
+    public var pausedTransferCount: Int { active.members.reduce(0) { $0 + ($1.isPaused ? 1 : 0) } }
     /// Reset easy handles ready for the next transfer.
-    var pool: [EasySlot] = []
+    @exclusivity(unchecked) var pool: [EasySlot] = []
     static let poolLimit = 64
 
     /// True while a libcurl call that may run transfer callbacks is on the stack.
-    var inCurl = false
+    @exclusivity(unchecked) var inCurl = false
     /// Transfers waiting to join the multi (`TransferEngine+Admission.swift`), from
     /// `pendingAddsHead` on.
-    var pendingAdds: [Transfer] = []
-    var pendingAddsHead = 0
+    @exclusivity(unchecked) var pendingAdds: [Transfer] = []
+    @exclusivity(unchecked) var pendingAddsHead = 0
     /// Transfers that joined the multi this loop turn; the admission handle resets it.
-    var admittedThisTurn = 0
+    @exclusivity(unchecked) var admittedThisTurn = 0
     /// Of those, the ones that open a new connection (`connectsPerTurn`).
-    var connectsThisTurn = 0
+    @exclusivity(unchecked) var connectsThisTurn = 0
     /// Runs once per loop turn while transfers join or wait (`endAdmissionTurn`).
     let admissionHandle: Prepare
-    var pendingRemovals: [Transfer] = []
+    @exclusivity(unchecked) var pendingRemovals: [Transfer] = []
     var pendingResumes: [Transfer] = []
     var pendingSocketErrors: [curl_socket_t] = []
     /// Transfers the egress policy refused in `start`, completed on the next turn.
@@ -197,9 +204,9 @@ public final class TransferEngine {
         }
         t.slot = slot
         t.engine = self
-        active[ObjectIdentifier(t)] = t
+        active.insert(t)
         if t.request.timeout > 0 {
-            timed[ObjectIdentifier(t)] = t
+            timed.insert(t)
             armTimeout(for: t)
         }
         guard !inCurl, admitsNow(t) else {
@@ -267,8 +274,8 @@ public final class TransferEngine {
         }
         t.pauseReasons = []
         t.pausedInCurl = false
-        active.removeValue(forKey: ObjectIdentifier(t))
-        timed.removeValue(forKey: ObjectIdentifier(t))
+        active.remove(t)
+        timed.remove(t)
     }
 
     /// Resets a slot for the pool, or lets it go (and be cleaned up) when the pool is
@@ -294,7 +301,7 @@ public final class TransferEngine {
     public func closeConnections(usedBy t: Transfer) {
         guard isOpen, t.state == .finished, let w = t.lastConnection else { return }
         t.lastConnection = nil
-        if let user = w.lastUser, active.values.contains(where: { $0.slot?.easy.raw == user }) { return }
+        if let user = w.lastUser, active.members.contains(where: { $0.slot?.easy.raw == user }) { return }
         retire(w)
     }
 
@@ -455,7 +462,7 @@ public final class TransferEngine {
         if inCurl {
             // Silence everything now, as `cancel` would; the teardown itself waits
             // until libcurl has returned.
-            for t in active.values { t.state = .cancelled }
+            for t in active.members { t.state = .cancelled }
             pendingShutdown.append(completion)
             return
         }
@@ -463,7 +470,7 @@ public final class TransferEngine {
             handles.whenAllClosed(completion)
             return
         }
-        for t in Array(active.values) {
+        for t in active.members {
             t.state = .cancelled
             detach(t)
         }
@@ -484,7 +491,7 @@ public final class TransferEngine {
         deferredTimer.close(handles.closedCallback)
         timeoutTimer.close(handles.closedCallback)
         admissionHandle.close(handles.closedCallback)
-        timed = [:]
+        timed.removeAll()
         handles.whenAllClosed(completion)
     }
 }

@@ -116,8 +116,14 @@ public struct TransferRequest {
     public var followRedirects: Bool
     public var maxRedirects: Int
     /// Credentials, offered with `auth` when `user` is not nil.
-    public var user: String?
-    public var password: String?
+    public var user: String? {
+        get { rare?.user }
+        set { updateRare(setting: newValue != nil) { $0.user = newValue } }
+    }
+    public var password: String? {
+        get { rare?.password }
+        set { updateRare(setting: newValue != nil) { $0.password = newValue } }
+    }
     public var auth: AuthScheme
     /// HTTP/2 multiplexing allowed (the seed's `setPipelining`): true offers HTTP/2 over
     /// TLS and waits for a connection that can multiplex; false speaks HTTP/1.1 only.
@@ -143,13 +149,53 @@ public struct TransferRequest {
     /// Verify that the certificate names the host (`CURLOPT_SSL_VERIFYHOST`).
     public var verifyHost: Bool
     /// A client certificate to offer when the server asks for one.
-    public var clientCertificate: ClientCertificate?
+    public var clientCertificate: ClientCertificate? {
+        get { rare?.clientCertificate }
+        set { updateRare(setting: newValue != nil) { $0.clientCertificate = newValue } }
+    }
     /// `sha256//BASE64` pins, several joined with `;` (`CURLOPT_PINNEDPUBLICKEY`): the
     /// server's public key must match one. Only the string form; the Service layer
     /// refuses file paths.
-    public var pinnedPublicKey: String?
+    public var pinnedPublicKey: String? {
+        get { rare?.pinnedPublicKey }
+        set { updateRare(setting: newValue != nil) { $0.pinnedPublicKey = newValue } }
+    }
     /// A forward proxy; nil connects directly.
-    public var proxy: ProxySettings?
+    public var proxy: ProxySettings? {
+        get { rare?.proxy }
+        set { updateRare(setting: newValue != nil) { $0.proxy = newValue } }
+    }
+
+    /// The members most requests leave unset (credentials, client certificate, pin,
+    /// proxy: 153 of the 265 bytes the struct had), in one box that exists only once
+    /// one of them is set. A send holds three copies of its request (the request
+    /// object's plan, the transfer's request and its current hop), so this makes each
+    /// request in flight about 450 bytes smaller. Copied on write: a box shared with
+    /// another copy is copied before it changes, so copies stay independent values.
+    private final class Rare {
+        var user: String?
+        var password: String?
+        var clientCertificate: ClientCertificate?
+        var pinnedPublicKey: String?
+        var proxy: ProxySettings?
+
+        func copy() -> Rare {
+            let c = Rare()
+            (c.user, c.password, c.clientCertificate) = (user, password, clientCertificate)
+            (c.pinnedPublicKey, c.proxy) = (pinnedPublicKey, proxy)
+            return c
+        }
+    }
+    private var rare: Rare?
+
+    /// Runs `change` on a box of this request's own: made first when there is none,
+    /// copied first when it is shared. Clearing a member of a request with no box
+    /// (`setting` false) changes nothing and makes none.
+    private mutating func updateRare(setting: Bool, _ change: (Rare) -> Void) {
+        if rare == nil && !setting { return }
+        if !isKnownUniquelyReferenced(&rare) { rare = rare?.copy() ?? Rare() }
+        change(rare!)
+    }
 
     /// A request with the defaults: no headers, no body, no timeout, redirects followed
     /// (at most 10), no credentials, multiplexing allowed, connection reuse allowed,
@@ -162,17 +208,12 @@ public struct TransferRequest {
         self.timeout = 0
         self.followRedirects = true
         self.maxRedirects = 10
-        self.user = nil
-        self.password = nil
         self.auth = .basic
         self.multiplexing = true
         self.forbidConnectionReuse = false
         self.decodesContent = true
         self.verifyPeer = true
         self.verifyHost = true
-        self.clientCertificate = nil
-        self.pinnedPublicKey = nil
-        self.proxy = nil
         self.cookieJar = nil
     }
 }

@@ -70,21 +70,18 @@ extension Server {
             // subscription of its own (counted as `subscribe`'s are) that ends with the fetch.
             let subscription = try p.bool("subscribe", default: false)
                 ? try s.subscribe(to: handle, events: [.stateChange, .progress]) : nil
-            let endSubscription = { [weak s] in
-                guard let s, let id = subscription else { return }
-                s.unsubscribe(id)
-            }
+            // One closure (one object per fetch), holding the session weakly.
             r.whenDone { [weak r, weak s] in
                 guard let r else { return }
                 s?.fetches[ObjectIdentifier(r)] = nil
-                endSubscription()
+                if let id = subscription { s?.unsubscribe(id) }
                 Self.answer(call, r, responseType: responseType)
                 r.release()
             }
             do {
                 _ = try r.send(body: body, timeout: timeout, call: nil)
             } catch {
-                endSubscription()
+                if let id = subscription { s.unsubscribe(id) }
                 throw error
             }
             s.fetches[ObjectIdentifier(r)] = r

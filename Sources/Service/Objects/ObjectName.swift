@@ -13,12 +13,12 @@ enum ObjectName {
 
     /// Whether `name` is 1 to `maxBytes` of ASCII letters, digits and the characters of
     /// `also`: the one syntax of the names clients and operators choose (request
-    /// handles, principals).
+    /// handles, principals). `also` is a handful of characters, looked through for each
+    /// other byte rather than made into a set on every call.
     static func isPlainName(_ name: String, maxBytes: Int, also: String) -> Bool {
-        let extra = Set(also.utf8)
-        return !name.isEmpty && name.utf8.count <= maxBytes
+        !name.isEmpty && name.utf8.count <= maxBytes
             && name.utf8.allSatisfy { b in
-                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || extra.contains(b)
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || also.utf8.contains(b)
             }
     }
 
@@ -27,14 +27,30 @@ enum ObjectName {
     static func generate(prefix: String = generatedPrefix, taken: (String) -> Bool) -> String {
         while true {
             let (a, b) = randomBits.withLock { $0.next128() }
-            let name = prefix + hex(a) + hex(b)
+            let name = named(prefix, hex: a, b)
             if !taken(name) { return name }
         }
     }
 
-    private static func hex(_ v: UInt64) -> String {
-        let s = String(v, radix: 16)
-        return String(repeating: "0", count: 16 - s.count) + s
+    /// `prefix` and the 32 lower-case hex digits of `a` and `b`, written into one new
+    /// string (a `fetch` names itself on every call: joining `String(radix:)` pieces
+    /// made six strings for one).
+    static func named(_ prefix: String, hex a: UInt64, _ b: UInt64) -> String {
+        let start = prefix.utf8.count
+        return String(unsafeUninitializedCapacity: start + 32) { out in
+            _ = out.initialize(fromContentsOf: prefix.utf8)
+            writeHex(a, into: out, at: start)
+            writeHex(b, into: out, at: start + 16)
+            return start + 32
+        }
+    }
+
+    /// The 16 hex digits of `v`, most significant first, at `out[at...]`.
+    private static func writeHex(_ v: UInt64, into out: UnsafeMutableBufferPointer<UInt8>, at: Int) {
+        for d in 0..<16 {
+            let nibble = UInt8(truncatingIfNeeded: v >> UInt64(60 - 4 * d)) & 0xF
+            out[at + d] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+        }
     }
 
     /// One pool for the process: a `fetch` names itself on every call, and a system

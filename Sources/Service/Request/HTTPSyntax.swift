@@ -84,40 +84,54 @@ enum HTTPSyntax {
     /// A cheap shape check at `open`: an absolute http(s) URL with a host and, if given,
     /// a numeric port. libcurl parses the URL fully when the request is sent.
     static func checkURL(_ url: String) throws(RPCError) {
-        guard url.utf8.count <= 8192 else { throw .invalidParams("'url' is longer than 8192 bytes") }
-        guard isFieldValue(url), !url.utf8.contains(UInt8(ascii: " ")) else {
-            throw .invalidParams("'url' must not contain spaces, CR, LF or NUL")
-        }
         // Bytes, not Characters: the delimiters are ASCII, and walking a String by
         // grapheme cluster cost more than the rest of a `fetch` call's checks together.
-        let b = Array(url.utf8)
+        // One pass over the string's own bytes for the forbidden ones, no copy.
+        var url = url  // `withUTF8` wants it mutable; a native string's bytes stay where they are
+        if let problem = url.withUTF8(urlProblem) { throw problem }
+    }
+
+    /// What `checkURL` finds wrong with the URL of bytes `b`, or nil.
+    private static func urlProblem(_ b: UnsafeBufferPointer<UInt8>) -> RPCError? {
+        guard b.count <= 8192 else { return .invalidParams("'url' is longer than 8192 bytes") }
+        guard !b.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 || $0 == UInt8(ascii: " ") }) else {
+            return .invalidParams("'url' must not contain spaces, CR, LF or NUL")
+        }
         let slash = UInt8(ascii: "/"), colon = UInt8(ascii: ":")
         guard let sep = b.indices.dropLast(2).first(where: { b[$0] == colon && b[$0 + 1] == slash && b[$0 + 2] == slash }) else {
-            throw .invalidParams("'url' must be an absolute http or https URL")
+            return .invalidParams("'url' must be an absolute http or https URL")
         }
-        let scheme = String(decoding: b[..<sep], as: UTF8.self).lowercased()
-        guard scheme == "http" || scheme == "https" else {
-            throw .invalidParams("'url' uses the scheme '\(scheme)'; only http and https are spoken")
+        // Compared without case as bytes: no other characters lower-case to these.
+        let scheme = b[..<sep]
+        guard equalsIgnoringASCIICase(scheme, "http") || equalsIgnoringASCIICase(scheme, "https") else {
+            return .invalidParams("'url' uses the scheme '\(String(decoding: scheme, as: UTF8.self).lowercased())'; only http and https are spoken")
         }
         let rest = b[(sep + 3)...]
         var authority = rest[..<(rest.firstIndex { $0 == slash || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? rest.endIndex)]
         if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
         var host = authority
-        var port: ArraySlice<UInt8> = []
+        var port = authority[authority.endIndex...]
         if authority.first == UInt8(ascii: "[") {
-            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { throw .invalidParams("'url' has an unclosed [ in its host") }
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return .invalidParams("'url' has an unclosed [ in its host") }
             host = authority[...close]
             port = authority[(close + 1)...]
         } else if let c = authority.lastIndex(of: colon) {
             host = authority[..<c]
             port = authority[c...]
         }
-        guard !host.isEmpty, !host.elementsEqual("[]".utf8) else { throw .invalidParams("'url' has no host") }
+        guard !host.isEmpty, !host.elementsEqual("[]".utf8) else { return .invalidParams("'url' has no host") }
         if !port.isEmpty {
             let digits = port.dropFirst()
             guard port.first == colon, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), digits.count <= 5 else {
-                throw .invalidParams("'url' has a port that is not a number")
+                return .invalidParams("'url' has a port that is not a number")
             }
         }
+        return nil
+    }
+
+    /// Whether `bytes` spell `lower` (lower-case ASCII letters) in any case.
+    private static func equalsIgnoringASCIICase(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ lower: StaticString) -> Bool {
+        bytes.count == lower.utf8CodeUnitCount
+            && zip(bytes, UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount)).allSatisfy { $0 | 0x20 == $1 }
     }
 }

@@ -47,10 +47,20 @@ struct RequestStateMachine {
         actions.append(.notify(next))
     }
 
-    mutating func open() -> [Action] {
+    /// An empty list of actions with room for every action one event yields (at most
+    /// nine, `open` while in flight): one allocation per event, where an array literal
+    /// and its appends made up to three.
+    private static func list() -> [Action] {
         var actions: [Action] = []
-        if state.isInFlight { actions += abortActions() }
-        actions += [.clearRequest, .clearResponse]
+        actions.reserveCapacity(9)
+        return actions
+    }
+
+    mutating func open() -> [Action] {
+        var actions = Self.list()
+        if state.isInFlight { appendAbortActions(&actions) }
+        actions.append(.clearRequest)
+        actions.append(.clearResponse)
         move(to: .opened, &actions)
         return actions
     }
@@ -63,7 +73,8 @@ struct RequestStateMachine {
 
     mutating func send() throws(Misuse) -> [Action] {
         try checkSend()
-        var actions: [Action] = [.clearResponse]
+        var actions = Self.list()
+        actions.append(.clearResponse)
         move(to: .sent, &actions)
         actions.append(.startTransfer)
         return actions
@@ -73,7 +84,7 @@ struct RequestStateMachine {
     /// that subscribers see each attempt. Nothing of the previous attempt was recorded.
     mutating func retrying() -> [Action] {
         guard state == .sent else { return [] }
-        var actions: [Action] = []
+        var actions = Self.list()
         move(to: .sent, &actions)
         return actions
     }
@@ -81,15 +92,15 @@ struct RequestStateMachine {
     /// The final response's head arrived.
     mutating func headReceived() -> [Action] {
         guard state == .sent else { return [] }
-        var actions: [Action] = [.recordHead]
-        move(to: .headersReceived, &actions)
+        var actions = Self.list()
+        appendHeadReceived(&actions)
         return actions
     }
 
     /// Body bytes arrived (the head was reported before them).
     mutating func bodyReceived() -> [Action] {
         guard state == .headersReceived else { return [] }
-        var actions: [Action] = []
+        var actions = Self.list()
         move(to: .loading, &actions)
         return actions
     }
@@ -97,8 +108,8 @@ struct RequestStateMachine {
     /// The transfer ended well. A head is always delivered before this.
     mutating func completed() -> [Action] {
         guard state.isInFlight else { return [] }
-        var actions: [Action] = []
-        if state == .sent { actions += headReceived() }
+        var actions = Self.list()
+        if state == .sent { appendHeadReceived(&actions) }
         if state == .headersReceived { move(to: .loading, &actions) }
         move(to: .done, &actions)
         actions.append(.answerSyncSend)
@@ -108,7 +119,9 @@ struct RequestStateMachine {
     /// The transfer ended without a (complete) response.
     mutating func failed(_ text: String) -> [Action] {
         guard state.isInFlight else { return [] }
-        var actions: [Action] = [.clearResponse, .recordFailure(text)]
+        var actions = Self.list()
+        actions.append(.clearResponse)
+        actions.append(.recordFailure(text))
         move(to: .done, &actions)
         actions.append(.answerSyncSend)
         return actions
@@ -117,14 +130,24 @@ struct RequestStateMachine {
     /// The seed's abort: true only while a transfer is under way.
     mutating func abort() -> (aborted: Bool, actions: [Action]) {
         guard state.isInFlight else { return (false, []) }
-        return (true, abortActions())
+        var actions = Self.list()
+        appendAbortActions(&actions)
+        return (true, actions)
     }
 
-    private mutating func abortActions() -> [Action] {
-        var actions: [Action] = [.cancelTransfer, .clearResponse, .clearRequest, .recordFailure("Aborted")]
+    private mutating func appendAbortActions(_ actions: inout [Action]) {
+        actions.append(.cancelTransfer)
+        actions.append(.clearResponse)
+        actions.append(.clearRequest)
+        actions.append(.recordFailure("Aborted"))
         move(to: .done, &actions)
         actions.append(.answerSyncSend)
-        return actions
+    }
+
+    /// The final head's actions (`headReceived`, and `completed` from SENT).
+    private mutating func appendHeadReceived(_ actions: inout [Action]) {
+        actions.append(.recordHead)
+        move(to: .headersReceived, &actions)
     }
 
     /// Whether pre-send options may be changed now.

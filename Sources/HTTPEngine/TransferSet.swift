@@ -1,0 +1,55 @@
+/// A set of transfers the engine holds (`TransferEngine.active`, `.timed`), each
+/// transfer knowing its own place in it: joining and leaving take constant time with
+/// no hashing, where a dictionary keyed by the transfer's identity hashed on every
+/// start and every end. The order is not kept: a leaving transfer's place goes to the
+/// last one.
+struct TransferSet {
+    /// Which of a transfer's places this set keeps (`Transfer.places`).
+    enum Role { case active, timed }
+
+    let role: Role
+    /// The members, in no particular order; holds the strong references.
+    private(set) var members: [Transfer] = []
+
+    init(_ role: Role) { self.role = role }
+
+    var count: Int { members.count }
+    var isEmpty: Bool { members.isEmpty }
+
+    func contains(_ t: Transfer) -> Bool { t.places[role] >= 0 }
+
+    mutating func insert(_ t: Transfer) {
+        guard !contains(t) else { return }
+        t.places[role] = members.count
+        members.append(t)
+    }
+
+    mutating func remove(_ t: Transfer) {
+        let i = t.places[role]
+        guard i >= 0 else { return }
+        t.places[role] = -1
+        let last = members.removeLast()
+        if last !== t {
+            members[i] = last
+            last.places[role] = i
+        }
+    }
+
+    mutating func removeAll() {
+        for t in members { t.places[role] = -1 }
+        members = []
+    }
+}
+
+extension Transfer {
+    /// A transfer's index in each of the engine's sets, -1 when not in it.
+    struct Places {
+        var active = -1
+        var timed = -1
+
+        subscript(role: TransferSet.Role) -> Int {
+            get { role == .active ? active : timed }
+            set { if role == .active { active = newValue } else { timed = newValue } }
+        }
+    }
+}
