@@ -37,6 +37,11 @@ final class NotificationHub {
     /// changes) and its principal's subscribers — each once. The one notification path
     /// of every kind of object.
     func recipients(of object: any SessionObject, _ kind: EventKind) -> [ClientSession] {
+        let subscriptions = object.principal.subscriptions
+        if subscriptions.isEmpty {  // the usual case: at most the opener, and nothing to merge
+            guard kind == .stateChange, let s = object.opener, s.connection.isOpen else { return [] }
+            return [s]
+        }
         var seen = Set<ObjectIdentifier>()
         var out: [ClientSession] = []
         func add(_ s: ClientSession?) {
@@ -44,7 +49,7 @@ final class NotificationHub {
             out.append(s)
         }
         if kind == .stateChange { add(object.opener) }
-        for sub in object.principal.subscriptions.values where sub.covers(object, kind) { add(sub.session) }
+        for sub in subscriptions.values where sub.covers(object, kind) { add(sub.session) }
         return out
     }
 
