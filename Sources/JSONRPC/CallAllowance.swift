@@ -7,7 +7,8 @@ import EventLoop
 /// dispatched in the first turn, and every other connection (a `server.info` from a
 /// monitor) waited for them (`Benchmarks/README.md`, `inflight`). So the calls of all
 /// connections share an allowance of `perTurn` per turn, in slices of `perSlice` while
-/// several want it. A connection whose next call finds it spent keeps the rest of its read (`RPCConnection.backlog`), stops reading,
+/// several want it. A connection whose next call finds it spent keeps the rest of its read
+/// (`RPCConnection.backlog`, and the bytes not parsed yet: `RPCConnection.unparsed`), stops reading,
 /// and queues here; at the end of the turn (a prepare handle, just before the loop
 /// polls) the allowance is renewed and the queued connections go on, in the order they
 /// queued, before the new turn's reads (`turnEnded`). While connections wait, a 0 ms timer keeps the
