@@ -77,27 +77,27 @@ public final class RPCCall {
 
     /// Answers with a result.
     public func reply(_ result: JSONValue) {
-        answer(response { $0.add("result", result) })
+        answer(response { $0.add(Self.resultKey, result) })
     }
 
     /// Answers with a result written already: the same message as `reply(_:)` with the
     /// equal value, for results built on every request without a tree of values.
     public func reply(encoded result: EncodedJSON) {
-        answer(response { $0.add("result", encoded: result) })
+        answer(response { $0.add(Self.resultKey, encoded: result) })
     }
 
     /// Answers with a result object that `write` adds the members of, straight into the
     /// response's text: the same message as `reply(_:)` with the equal `JSONObject`, for
     /// results answered often (`server.info`) with neither a tree nor a second buffer.
     public func reply(object write: (inout JSONObjectWriter) -> Void) {
-        answer(response { $0.addObject("result", write) })
+        answer(response { $0.addObject(Self.resultKey, write) })
     }
 
     /// Answers with an error.
     public func fail(_ error: RPCError) {
         guard !isAnswered else { return }
         onError?(peer, error)
-        answer(response { $0.add("error", error.json) }, error: error)
+        answer(response { $0.add(Self.errorKey, error.json) }, error: error)
     }
 
     /// The response message, written straight as bytes with the outcome (`result` or
@@ -105,14 +105,19 @@ public final class RPCCall {
     private func response(_ writeOutcome: (inout JSONObjectWriter) -> Void) -> EncodedJSON? {
         guard !isNotification, !isAnswered else { return nil }
         var message = JSONObjectWriter()
-        message.add("jsonrpc", encoded: Self.version)
+        message.add(Self.jsonrpcKey, encoded: Self.version)
         writeOutcome(&message)
-        message.add("id", id ?? .null)
+        message.add(Self.idKey, id ?? .null)
         return message.finish()
     }
 
     /// The value of every response's `jsonrpc`, encoded once.
     private static let version = EncodedJSON("2.0")
+    /// A response's keys, written once (`JSONKey`).
+    private static let jsonrpcKey = JSONKey("jsonrpc")
+    private static let resultKey = JSONKey("result")
+    private static let errorKey = JSONKey("error")
+    private static let idKey = JSONKey("id")
 
     func markDeferred() {
         isDeferred = true

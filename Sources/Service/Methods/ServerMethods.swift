@@ -16,6 +16,9 @@ extension Server {
     /// `server.info`'s constant members, encoded once.
     private static let nameJSON = EncodedJSON(.string(Server.name))
     private static let versionJSON = EncodedJSON(.string(Server.version))
+    /// `server.info`'s keys, written once (`JSONKey`).
+    private static let infoKeys = (name: JSONKey("name"), version: JSONKey("version"),
+                                   uptimeSeconds: JSONKey("uptimeSeconds"), connections: JSONKey("connections"))
 
     func registerServerMethods() {
         registry.register("rpc.discover", params: []) { _ in .result(Server.openRPCDocument) }
@@ -25,10 +28,11 @@ extension Server {
         registry.register("server.info", params: []) { [unowned self] call in
             let uptime = encodedUptime()
             call.reply(object: { info in
-                info.add("name", encoded: Server.nameJSON)
-                info.add("version", encoded: Server.versionJSON)
-                info.add("uptimeSeconds", encoded: uptime)
-                info.add("connections", int: Int64(connectionCount))
+                let keys = Server.infoKeys
+                info.add(keys.name, encoded: Server.nameJSON)
+                info.add(keys.version, encoded: Server.versionJSON)
+                info.add(keys.uptimeSeconds, encoded: uptime)
+                info.add(keys.connections, int: Int64(connectionCount))
             })
             return .answered
         }
