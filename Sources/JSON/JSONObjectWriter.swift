@@ -45,6 +45,23 @@ public struct JSONKey: Sendable {
     }
 }
 
+/// Members whose keys and values never change, written once: `server.info`'s name and
+/// version, a response's `"jsonrpc":"2.0"`. The writer copies them in one piece.
+public struct JSONConstantMembers: Sendable {
+    /// `,"key":value,"key":value`, as `JSONObjectWriter` writes these members after others.
+    fileprivate let text: [UInt8]
+
+    /// `members` in this order; the caller gives each key once.
+    public init(_ members: KeyValuePairs<String, JSONValue>) {
+        var text: [UInt8] = []
+        for (key, value) in members {
+            text.append(contentsOf: JSONKey(key).text)
+            JSONWriter.write(value, into: &text)
+        }
+        self.text = text
+    }
+}
+
 /// Writes a JSON object member by member, straight as bytes, with the same writer and
 /// the same output as `JSON.encode` on the equal `JSONObject`: for results built on every
 /// request (fetch's answer, a JSON-RPC response around its result), so that no tree of
@@ -84,6 +101,13 @@ public struct JSONObjectWriter {
 
     // Members keyed by a `JSONKey`: the same text as the methods below that take the
     // key's name as a `String`.
+
+    public mutating func add(_ members: JSONConstantMembers) {
+        guard !members.text.isEmpty else { return }
+        let skipComma = isEmpty ? 1 : 0
+        isEmpty = false
+        members.text.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[skipComma...])) }
+    }
 
     public mutating func add(_ key: JSONKey, _ value: JSONValue) {
         self.key(key)

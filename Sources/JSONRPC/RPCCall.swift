@@ -105,16 +105,15 @@ public final class RPCCall {
     private func response(_ writeOutcome: (inout JSONObjectWriter) -> Void) -> EncodedJSON? {
         guard !isNotification, !isAnswered else { return nil }
         var message = JSONObjectWriter()
-        message.add(Self.jsonrpcKey, encoded: Self.version)
+        message.add(Self.version)
         writeOutcome(&message)
         message.add(Self.idKey, id ?? .null)
         return message.finish()
     }
 
-    /// The value of every response's `jsonrpc`, encoded once.
-    private static let version = EncodedJSON("2.0")
-    /// A response's keys, written once (`JSONKey`).
-    private static let jsonrpcKey = JSONKey("jsonrpc")
+    /// Every response's `jsonrpc` member, written once.
+    private static let version = JSONConstantMembers(["jsonrpc": "2.0"])
+    /// A response's other keys, written once (`JSONKey`).
     private static let resultKey = JSONKey("result")
     private static let errorKey = JSONKey("error")
     private static let idKey = JSONKey("id")

@@ -62,6 +62,25 @@ struct ObjectWriterTests {
         #expect(first.finish().bytes == JSON.encode(["jsonrpc": nil]))
     }
 
+    /// Members written once (`JSONConstantMembers`) read as the same members added one
+    /// by one, first in the object or after others; none adds nothing.
+    @Test func constantMembersMatchTheEncoder() {
+        let constant = JSONConstantMembers(["name": "x\"y", "n": 2, "o": ["a": [nil]]])
+        var first = JSONObjectWriter()
+        first.add(constant)
+        first.add(JSONConstantMembers([:]))
+        first.add("k", int: 1)
+        #expect(first.finish().bytes == JSON.encode(["name": "x\"y", "n": 2, "o": ["a": [nil]], "k": 1]))
+        var after = JSONObjectWriter()
+        after.add(JSONConstantMembers([:]))
+        after.add("k", int: 1)
+        after.add(constant)
+        #expect(after.finish().bytes == JSON.encode(["k": 1, "name": "x\"y", "n": 2, "o": ["a": [nil]]]))
+        var none = JSONObjectWriter()
+        none.add(JSONConstantMembers([:]))
+        #expect(none.finish().bytes == Array("{}".utf8))
+    }
+
     @Test func anEmptyObject() {
         #expect(JSONObjectWriter().finish().bytes == Array("{}".utf8))
     }

@@ -13,12 +13,9 @@ extension Server {
         }
     }()
 
-    /// `server.info`'s constant members, encoded once.
-    private static let nameJSON = EncodedJSON(.string(Server.name))
-    private static let versionJSON = EncodedJSON(.string(Server.version))
-    /// `server.info`'s keys, written once (`JSONKey`).
-    private static let infoKeys = (name: JSONKey("name"), version: JSONKey("version"),
-                                   uptimeSeconds: JSONKey("uptimeSeconds"), connections: JSONKey("connections"))
+    /// `server.info`'s constant members, and the keys of the others, written once.
+    private static let infoConstants = JSONConstantMembers(["name": .string(Server.name), "version": .string(Server.version)])
+    private static let infoKeys = (uptimeSeconds: JSONKey("uptimeSeconds"), connections: JSONKey("connections"))
 
     func registerServerMethods() {
         registry.register("rpc.discover", params: []) { _ in .result(Server.openRPCDocument) }
@@ -29,8 +26,7 @@ extension Server {
             let uptime = encodedUptime()
             call.reply(object: { info in
                 let keys = Server.infoKeys
-                info.add(keys.name, encoded: Server.nameJSON)
-                info.add(keys.version, encoded: Server.versionJSON)
+                info.add(Server.infoConstants)
                 info.add(keys.uptimeSeconds, encoded: uptime)
                 info.add(keys.connections, int: Int64(connectionCount))
             })
