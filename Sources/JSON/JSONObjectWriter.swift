@@ -80,6 +80,17 @@ public struct JSONObjectWriter {
         bytes.append(UInt8(ascii: "{"))
     }
 
+    /// Starts an object in the memory of `buffer`, which is emptied and taken over (left
+    /// empty): for a caller that writes one object after another and gets each one's
+    /// bytes back once they have been copied on (`RPCCall`'s responses).
+    public init(reusing buffer: inout [UInt8], capacity: Int = 128) {
+        bytes = []
+        swap(&bytes, &buffer)
+        bytes.removeAll(keepingCapacity: true)
+        bytes.reserveCapacity(capacity)
+        bytes.append(UInt8(ascii: "{"))
+    }
+
     /// A writer with no buffer yet: a nested object takes over its parent's.
     private init(noBuffer: ()) {
         bytes = []

@@ -35,6 +35,9 @@ public final class Dispatcher {
     /// nothing goes on the wire): with nil for a result, or the error (metrics).
     @exclusivity(unchecked) public var onAnswer: ((RPCCall, RPCError?) -> Void)?
 
+    /// Where calls write their responses (`ResponseBuffer`).
+    private let responseBuffer = ResponseBuffer()
+
     public init(registry: MethodRegistry) { self.registry = registry }
 
     /// Handles one top-level value read from a connection.
@@ -151,7 +154,7 @@ public final class Dispatcher {
             }
         }
         let call = RPCCall(method: method, registered: registered, params: params, rawParams: raw, id: id, peer: peer,
-                           sink: sink, onError: onError, onAnswer: onAnswer)
+                           sink: sink, onError: onError, onAnswer: onAnswer, responseBuffer: responseBuffer)
         return .success((call, paramError))
     }
 
