@@ -28,6 +28,40 @@ public struct EncodedJSON: Sendable {
     }
 }
 
+/// A member name written once, as `JSONObjectWriter` writes it before the member's value
+/// (quoted, escaped, with its colon): for the keys of messages written on every call (a
+/// response's `jsonrpc`, `result` and `id`, `server.info`'s members), which are then
+/// copied instead of scanned for characters to escape each time (about 300 instructions
+/// a key).
+public struct JSONKey: Sendable {
+    /// `,"name":`: the comma that separates it from a previous member, then the key.
+    fileprivate let text: [UInt8]
+
+    public init(_ name: String) {
+        var text = [UInt8(ascii: ",")]
+        JSONWriter.writeString(name, into: &text)
+        text.append(UInt8(ascii: ":"))
+        self.text = text
+    }
+}
+
+/// Members whose keys and values never change, written once: `server.info`'s name and
+/// version, a response's `"jsonrpc":"2.0"`. The writer copies them in one piece.
+public struct JSONConstantMembers: Sendable {
+    /// `,"key":value,"key":value`, as `JSONObjectWriter` writes these members after others.
+    fileprivate let text: [UInt8]
+
+    /// `members` in this order; the caller gives each key once.
+    public init(_ members: KeyValuePairs<String, JSONValue>) {
+        var text: [UInt8] = []
+        for (key, value) in members {
+            text.append(contentsOf: JSONKey(key).text)
+            JSONWriter.write(value, into: &text)
+        }
+        self.text = text
+    }
+}
+
 /// Writes a JSON object member by member, straight as bytes, with the same writer and
 /// the same output as `JSON.encode` on the equal `JSONObject`: for results built on every
 /// request (fetch's answer, a JSON-RPC response around its result), so that no tree of
@@ -46,6 +80,17 @@ public struct JSONObjectWriter {
         bytes.append(UInt8(ascii: "{"))
     }
 
+    /// Starts an object in the memory of `buffer`, which is emptied and taken over (left
+    /// empty): for a caller that writes one object after another and gets each one's
+    /// bytes back once they have been copied on (`RPCCall`'s responses).
+    public init(reusing buffer: inout [UInt8], capacity: Int = 128) {
+        bytes = []
+        swap(&bytes, &buffer)
+        bytes.removeAll(keepingCapacity: true)
+        bytes.reserveCapacity(capacity)
+        bytes.append(UInt8(ascii: "{"))
+    }
+
     /// A writer with no buffer yet: a nested object takes over its parent's.
     private init(noBuffer: ()) {
         bytes = []
@@ -56,6 +101,38 @@ public struct JSONObjectWriter {
         isEmpty = false
         JSONWriter.writeString(key, into: &bytes)
         bytes.append(UInt8(ascii: ":"))
+    }
+
+    /// The same text as `key(_:)` with the key's name, copied whole.
+    private mutating func key(_ key: JSONKey) {
+        let skipComma = isEmpty ? 1 : 0
+        isEmpty = false
+        key.text.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[skipComma...])) }
+    }
+
+    // Members keyed by a `JSONKey`: the same text as the methods below that take the
+    // key's name as a `String`.
+
+    public mutating func add(_ members: JSONConstantMembers) {
+        guard !members.text.isEmpty else { return }
+        let skipComma = isEmpty ? 1 : 0
+        isEmpty = false
+        members.text.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[skipComma...])) }
+    }
+
+    public mutating func add(_ key: JSONKey, _ value: JSONValue) {
+        self.key(key)
+        JSONWriter.write(value, into: &bytes)
+    }
+
+    public mutating func add(_ key: JSONKey, int value: Int64) {
+        self.key(key)
+        JSONWriter.writeInteger(value, into: &bytes)
+    }
+
+    public mutating func add(_ key: JSONKey, encoded value: EncodedJSON) {
+        self.key(key)
+        bytes.append(contentsOf: value.bytes)
     }
 
     public mutating func add(_ key: String, _ value: JSONValue) {
@@ -108,6 +185,16 @@ public struct JSONObjectWriter {
     /// A member whose value is an object, written by `build` in place.
     public mutating func addObject(_ key: String, _ build: (inout JSONObjectWriter) -> Void) {
         self.key(key)
+        addObject(build)
+    }
+
+    public mutating func addObject(_ key: JSONKey, _ build: (inout JSONObjectWriter) -> Void) {
+        self.key(key)
+        addObject(build)
+    }
+
+    /// The value of the member whose key was just written: an object, written in place.
+    private mutating func addObject(_ build: (inout JSONObjectWriter) -> Void) {
         var inner = JSONObjectWriter(noBuffer: ())
         swap(&inner.bytes, &bytes)  // the nested object writes on in this buffer
         inner.bytes.append(UInt8(ascii: "{"))

@@ -58,9 +58,15 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
         get {
             // Keys of other lengths are passed over without comparing them (a call's
             // envelope is looked up four times, among keys of 2 to 7 bytes).
+            // Read in place: a loop over the array's elements copied each member (a
+            // retain and a release of its key and value) before comparing its key.
             let length = key.utf8.count
-            for m in members where m.key.utf8.count == length && m.key == key { return m.value }
-            return nil
+            return members.withUnsafeBufferPointer { members in
+                for i in members.indices where members[i].key.utf8.count == length && members[i].key == key {
+                    return members[i].value
+                }
+                return nil
+            }
         }
         set {
             if let i = members.firstIndex(where: { $0.key == key }) {

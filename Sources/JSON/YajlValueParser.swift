@@ -236,9 +236,11 @@ final class YajlValueParser {
     /// `id` and `id\u0000` differ); nil for longer text.
     private static func packed(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> UInt64? {
         guard count <= 7 else { return nil }
-        var packed = UInt64(count) << 56
-        for i in 0..<count { packed |= UInt64(bytes[i]) << (8 * i) }
-        return packed
+        // One copy of the bytes into the integer's memory (byte i lands at bits 8i
+        // once read as little-endian) instead of a shift per byte.
+        var packed: UInt64 = 0
+        withUnsafeMutableBytes(of: &packed) { $0.baseAddress.unsafelyUnwrapped.copyMemory(from: bytes, byteCount: count) }
+        return UInt64(littleEndian: packed) | UInt64(count) << 56
     }
 
     /// The common word these bytes spell, if they spell one (see `commonWords`).

@@ -35,6 +35,9 @@ public final class Dispatcher {
     /// nothing goes on the wire): with nil for a result, or the error (metrics).
     @exclusivity(unchecked) public var onAnswer: ((RPCCall, RPCError?) -> Void)?
 
+    /// Where calls write their responses (`ResponseBuffer`).
+    private let responseBuffer = ResponseBuffer()
+
     public init(registry: MethodRegistry) { self.registry = registry }
 
     /// Handles one top-level value read from a connection.
@@ -67,14 +70,16 @@ public final class Dispatcher {
 
     /// Runs one call; `sink` is its batch, nil for a single call.
     private func run(_ value: JSONValue, peer: RPCPeer, sink: ReplySink?) {
-        if let response = Self.response(value) {
+        // The envelope's `method`, read once: a value without one may be a response.
+        let methodValue = value["method"]
+        if methodValue == nil, case .object(let o) = value, let response = Self.response(o) {
             deliverAnswer(nil, to: sink, peer: peer)
             onResponse?(peer, response.id, response.outcome)
             return
         }
         let call: RPCCall
         let paramError: RPCError?
-        switch makeCall(value, peer: peer, sink: sink) {
+        switch makeCall(value, methodValue: methodValue, peer: peer, sink: sink) {
         case .failure(let invalid):
             onError?(peer, invalid.error)
             deliverAnswer(EncodedJSON(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id]), to: sink, peer: peer)
@@ -96,10 +101,10 @@ public final class Dispatcher {
         }
     }
 
-    /// `value` read as a response (an object with an id, `result` or `error`, and no
-    /// `method`), or nil when it is not one.
-    static func response(_ value: JSONValue) -> (id: JSONValue, outcome: RPCResponse)? {
-        guard case .object(let o) = value, o["method"] == nil, let id = o["id"] else { return nil }
+    /// An object without `method` read as a response (an id, and `result` or `error`),
+    /// or nil when it is not one.
+    static func response(_ o: JSONObject) -> (id: JSONValue, outcome: RPCResponse)? {
+        guard let id = o["id"] else { return nil }
         if let error = o["error"], o["result"] == nil { return (id, .error(error)) }
         if let result = o["result"], o["error"] == nil { return (id, .result(result)) }
         return nil
@@ -112,8 +117,10 @@ public final class Dispatcher {
 
     /// Checks the request object's shape, and the parameters against the declaration. A
     /// well-formed request with bad parameters still makes a call (so a notification
-    /// stays silent); its parameter error comes back beside it.
-    private func makeCall(_ value: JSONValue, peer: RPCPeer, sink: ReplySink?) -> Result<(RPCCall, RPCError?), Invalid> {
+    /// stays silent); its parameter error comes back beside it. `methodValue` is the
+    /// value's `method` member, read already.
+    private func makeCall(_ value: JSONValue, methodValue: JSONValue?, peer: RPCPeer,
+                          sink: ReplySink?) -> Result<(RPCCall, RPCError?), Invalid> {
         guard case .object(let o) = value else {
             return .failure(Invalid(error: .invalidRequest("a request must be an object"), id: .null))
         }
@@ -129,7 +136,7 @@ public final class Dispatcher {
         guard o["jsonrpc"] == .string("2.0") else {
             return .failure(Invalid(error: .invalidRequest("'jsonrpc' must be \"2.0\""), id: echoID))
         }
-        guard case .string(let method)? = o["method"] else {
+        guard case .string(let method)? = methodValue else {
             return .failure(Invalid(error: .invalidRequest("'method' must be a string"), id: echoID))
         }
         let raw = o["params"]
@@ -147,7 +154,7 @@ public final class Dispatcher {
             }
         }
         let call = RPCCall(method: method, registered: registered, params: params, rawParams: raw, id: id, peer: peer,
-                           sink: sink, onError: onError, onAnswer: onAnswer)
+                           sink: sink, onError: onError, onAnswer: onAnswer, responseBuffer: responseBuffer)
         return .success((call, paramError))
     }
 

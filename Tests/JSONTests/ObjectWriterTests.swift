@@ -42,6 +42,45 @@ struct ObjectWriterTests {
         #expect(writer.finish().bytes == JSON.encode(expected))
     }
 
+    /// Keys written once (`JSONKey`) read as the same names given as strings, first
+    /// member or not, escapes included, nested objects too.
+    @Test func keysWrittenOnceMatchTheEncoder() {
+        let plain = JSONKey("jsonrpc"), escaped = JSONKey("a\"b\n\u{e9}"), empty = JSONKey("")
+        var writer = JSONObjectWriter()
+        writer.add(escaped, int: 1)
+        writer.add(plain, encoded: EncodedJSON("2.0"))
+        writer.addObject(plain) { inner in
+            inner.add(empty, [1, "x"])
+            inner.add(escaped, nil)
+            inner.addObject(JSONKey("n")) { _ in }
+        }
+        writer.add(empty, "last")
+        let expected = #"{"a\"b\n\#u{e9}":1,"jsonrpc":"2.0","jsonrpc":{"":[1,"x"],"a\"b\n\#u{e9}":null,"n":{}},"":"last"}"#
+        #expect(writer.finish().bytes == Array(expected.utf8))
+        var first = JSONObjectWriter()
+        first.add(plain, nil)
+        #expect(first.finish().bytes == JSON.encode(["jsonrpc": nil]))
+    }
+
+    /// Members written once (`JSONConstantMembers`) read as the same members added one
+    /// by one, first in the object or after others; none adds nothing.
+    @Test func constantMembersMatchTheEncoder() {
+        let constant = JSONConstantMembers(["name": "x\"y", "n": 2, "o": ["a": [nil]]])
+        var first = JSONObjectWriter()
+        first.add(constant)
+        first.add(JSONConstantMembers([:]))
+        first.add("k", int: 1)
+        #expect(first.finish().bytes == JSON.encode(["name": "x\"y", "n": 2, "o": ["a": [nil]], "k": 1]))
+        var after = JSONObjectWriter()
+        after.add(JSONConstantMembers([:]))
+        after.add("k", int: 1)
+        after.add(constant)
+        #expect(after.finish().bytes == JSON.encode(["k": 1, "name": "x\"y", "n": 2, "o": ["a": [nil]]]))
+        var none = JSONObjectWriter()
+        none.add(JSONConstantMembers([:]))
+        #expect(none.finish().bytes == Array("{}".utf8))
+    }
+
     @Test func anEmptyObject() {
         #expect(JSONObjectWriter().finish().bytes == Array("{}".utf8))
     }

@@ -13,9 +13,9 @@ extension Server {
         }
     }()
 
-    /// `server.info`'s constant members, encoded once.
-    private static let nameJSON = EncodedJSON(.string(Server.name))
-    private static let versionJSON = EncodedJSON(.string(Server.version))
+    /// `server.info`'s constant members, and the keys of the others, written once.
+    private static let infoConstants = JSONConstantMembers(["name": .string(Server.name), "version": .string(Server.version)])
+    private static let infoKeys = (uptimeSeconds: JSONKey("uptimeSeconds"), connections: JSONKey("connections"))
 
     func registerServerMethods() {
         registry.register("rpc.discover", params: []) { _ in .result(Server.openRPCDocument) }
@@ -25,10 +25,10 @@ extension Server {
         registry.register("server.info", params: []) { [unowned self] call in
             let uptime = encodedUptime()
             call.reply(object: { info in
-                info.add("name", encoded: Server.nameJSON)
-                info.add("version", encoded: Server.versionJSON)
-                info.add("uptimeSeconds", encoded: uptime)
-                info.add("connections", int: Int64(connectionCount))
+                let keys = Server.infoKeys
+                info.add(Server.infoConstants)
+                info.add(keys.uptimeSeconds, encoded: uptime)
+                info.add(keys.connections, int: Int64(connectionCount))
             })
             return .answered
         }
