@@ -19,8 +19,9 @@ COPY Benchmarks ./Benchmarks
 COPY Tests ./Tests
 COPY api ./api
 COPY examples ./examples
-# The Makefile's RELEASE_FLAGS: lld, packed relocations, Benchmarks/link-order.txt.
-ARG RELEASE_FLAGS="--static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --symbol-ordering-file=/src/Benchmarks/link-order.txt -Xlinker --no-warn-symbol-ordering"
+# The Makefile's RELEASE_FLAGS: no runtime exclusivity checks, lld, packed relocations,
+# Benchmarks/link-order.txt.
+ARG RELEASE_FLAGS="--static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --symbol-ordering-file=/src/Benchmarks/link-order.txt -Xlinker --no-warn-symbol-ordering"
 # hadolint ignore=SC2086
 RUN swift build -c release --product xhrpcd $RELEASE_FLAGS \
  && swift build -c release --product xhrpc $RELEASE_FLAGS \

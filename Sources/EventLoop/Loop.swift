@@ -90,10 +90,7 @@ public final class Loop {
 open class UVHandle {
     public let uvHandle: UnsafeMutablePointer<uv_handle_t>
     public unowned let loop: Loop
-    /// Unchecked exclusivity, as `Stream.pending`: read on every write and by
-    /// `Stream.pendingWriteBytes` before every call a connection runs (a check costs
-    /// about 85 instructions); set only by `close`, on the loop's thread.
-    @exclusivity(unchecked) public private(set) var isClosed = false
+    public private(set) var isClosed = false
     private var onClose: (() -> Void)?
 
     /// `size` is `MemoryLayout<uv_xxx_t>.size` of the concrete handle.

@@ -80,18 +80,13 @@ public final class Stream: UVHandle {
         case failed(UVError)
     }
 
-    // `writeSide` and `pending` skip the runtime's exclusivity check: a connection
-    // reads `pendingWriteBytes` before every call it runs, and the two checks cost
-    // about 170 instructions a call. They are only touched by this class's methods, on
-    // the loop's thread; `pending` is changed in place only by `OutboundBuffer`'s own
-    // methods and `swap`, which call nothing back.
-    @exclusivity(unchecked) private var writeSide = WriteSide.open
+    private var writeSide = WriteSide.open
     private let writeRequest: UnsafeMutablePointer<uv_write_t>
     private var writeInFlight = false
     /// The bytes of the in-flight `uv_write`; never appended to while in flight.
     private var inFlight = OutboundBuffer()
     /// Bytes accepted while a `uv_write` was in flight, waiting for it to finish.
-    @exclusivity(unchecked) private var pending = OutboundBuffer()
+    private var pending = OutboundBuffer()
 
     private var shutdownRequest: UnsafeMutablePointer<uv_shutdown_t>?
     private var shutdownCompletion: ((UVError?) -> Void)?

@@ -16,14 +16,13 @@ import CShims  // CURLINFO_* resolve through it in release (whole-module) builds
 /// A Transfer runs once. To repeat a request, make a new Transfer. A run may take
 /// several hops: the engine follows redirects itself, each hop on the same easy handle
 /// (`TransferEngine+Redirects.swift`). Confined to the loop's thread, like everything
-/// in this module; its state is `@exclusivity(unchecked)` for the reason
-/// `TransferEngine` gives (a header line alone made 21 checked accesses).
+/// in this module.
 public final class Transfer {
     /// The request as the caller made it.
     public let request: TransferRequest
     /// What the current hop sends: `request` at first, then what each redirect made of
     /// it (`RedirectRule`).
-    @exclusivity(unchecked) var hop: TransferRequest
+    var hop: TransferRequest
     /// The URL of the current hop (after redirects followed so far): the one a
     /// delivered head answered.
     public var currentURL: String { hop.url }
@@ -31,29 +30,29 @@ public final class Transfer {
     /// (`CURLINFO_PROXYAUTH_AVAIL`), set before a failed completion is reported; nil for
     /// any other ending. The proxy's `Proxy-Authenticate` header itself is not seen
     /// (`CURLOPT_SUPPRESS_CONNECT_HEADERS`), so no realm.
-    @exclusivity(unchecked) public internal(set) var tunnelChallenge: [AuthScheme]?
+    public internal(set) var tunnelChallenge: [AuthScheme]?
     /// Redirects followed so far.
-    @exclusivity(unchecked) var redirectsFollowed = 0
+    var redirectsFollowed = 0
     /// The head of the redirect the current hop answered with, set at the blank line
     /// that ends it: its body is read and dropped, and the engine follows it when the
     /// hop completes.
-    @exclusivity(unchecked) var redirectHead: ResponseHead?
+    var redirectHead: ResponseHead?
     /// Why a response head's framing is invalid (RFC 9112 §6.3), found at the end of the
     /// head; the transfer is aborted there and ends with this as its failure.
-    @exclusivity(unchecked) var framingError: String?
+    var framingError: String?
     /// A head with both Transfer-Encoding and Content-Length was read on this hop: the
     /// body is framed by Transfer-Encoding (as RFC 9112 §6.3 says), and the connection
     /// is not reused afterwards (`TransferEngine.retireConnection`).
-    @exclusivity(unchecked) var connectionSuspect = false
+    var connectionSuspect = false
     /// Where the caller's URL leads, read once at `start`: credentials go only there.
-    @exclusivity(unchecked) var origin: URLTarget?
+    var origin: URLTarget?
     /// When the first hop started (`monotonicSeconds`), for `TransferMetrics.totalTime`
     /// (the timeout reads `activeClock`); connections opened by earlier hops.
-    @exclusivity(unchecked) var startedAt = 0.0
-    @exclusivity(unchecked) var earlierConnections = 0
+    var startedAt = 0.0
+    var earlierConnections = 0
     public private(set) weak var delegate: TransferDelegate?
     /// Figures about the finished transfer, set just before `completedWith`.
-    @exclusivity(unchecked) public internal(set) var metrics: TransferMetrics?
+    public internal(set) var metrics: TransferMetrics?
 
     /// Where a transfer is in its one run. Transitions:
     /// - `idle` → `waitingToAdd` (started from inside a libcurl callback) or `running`
@@ -61,46 +60,46 @@ public final class Transfer {
     /// - `running` → `finished` (libcurl said done) or `cancelled`
     /// The delegate hears from a transfer only while it is `running`.
     enum State { case idle, waitingToAdd, running, finished, cancelled }
-    @exclusivity(unchecked) var state = State.idle
+    var state = State.idle
     /// The engine that runs it, for `resume()`; weak because the engine owns running
     /// transfers, never the other way round.
     weak var engine: TransferEngine?
     /// The easy handle and its error buffer while the engine runs the transfer.
-    @exclusivity(unchecked) var slot: EasySlot?
+    var slot: EasySlot?
     /// Whether the easy handle is currently added to the multi.
-    @exclusivity(unchecked) var inMulti = false
+    var inMulti = false
     /// Request headers as libcurl's list, freed when the transfer ends (`releaseResources`).
-    @exclusivity(unchecked) var headerList: OpaquePointer?
+    var headerList: OpaquePointer?
     /// The body being uploaded through the read callback, if any.
-    @exclusivity(unchecked) var upload: UploadSource?
-    @exclusivity(unchecked) var headParser = ResponseHeadParser()
-    @exclusivity(unchecked) var headDelivered = false
+    var upload: UploadSource?
+    var headParser = ResponseHeadParser()
+    var headDelivered = false
     /// Why the transfer is paused (`PauseReasons`); empty while it flows.
-    @exclusivity(unchecked) public internal(set) var pauseReasons: PauseReasons = []
+    public internal(set) var pauseReasons: PauseReasons = []
     /// libcurl holds the transfer paused (a callback returned its pause code, or the
     /// engine called `curl_easy_pause`) and no `CURLPAUSE_CONT` followed yet.
-    @exclusivity(unchecked) var pausedInCurl = false
+    var pausedInCurl = false
     /// `resume()` was called: the engine's next turn lifts `.noRoom`.
-    @exclusivity(unchecked) var roomMade = false
+    var roomMade = false
     /// The engine's next-turn timer will bring libcurl's pause in line with the reasons.
-    @exclusivity(unchecked) var pauseUpdateScheduled = false
+    var pauseUpdateScheduled = false
     /// Where the engine's `active` and `timed` sets hold it (`TransferSet`).
-    @exclusivity(unchecked) var places = Places()
+    var places = Places()
     /// The whole-transfer timeout's clock (`TransferEngine+Pause.swift`).
-    @exclusivity(unchecked) var activeClock = ActiveClock()
+    var activeClock = ActiveClock()
     /// The cached connection this transfer used, noted at completion (weak: the watch
     /// goes when the socket closes).
     weak var lastConnection: SocketWatch?
-    @exclusivity(unchecked) var lastProgress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
+    var lastProgress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
     /// Progress reports with the figures of the one before (see `progressArrived`).
-    @exclusivity(unchecked) var unchangedProgressReports = 0
+    var unchangedProgressReports = 0
     /// Why the egress policy stopped this transfer at `start` or at a redirect hop; the
     /// failure it completes with (see `TransferEngine+Egress.swift`).
-    @exclusivity(unchecked) var denial: TransferFailure?
+    var denial: TransferFailure?
     /// The reasons the policy gave for each address the open-socket callback refused,
     /// in the order libcurl tried them, and how many addresses it let through.
-    @exclusivity(unchecked) var deniedAddresses: [String] = []
-    @exclusivity(unchecked) var allowedConnects = 0
+    var deniedAddresses: [String] = []
+    var allowedConnects = 0
     static let delegateCheckInterval = 4
 
     /// Makes a transfer that has not started; `TransferEngine.start` runs it.

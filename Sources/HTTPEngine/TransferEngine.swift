@@ -33,20 +33,13 @@ import Logging
 /// the turn's allowance, the rest on later turns). No delegate is
 /// ever called synchronously from `start`, `cancel`, `resume` or `shutdown`.
 ///
-/// Confined to the loop's thread. The state every transfer's start, admission and end
-/// touch is marked `@exclusivity(unchecked)`, as the JSON-RPC layer's per-call
-/// properties are (`Dispatcher`), and so are `Transfer`'s and `HTTPRequest`'s: the
-/// runtime's dynamic exclusivity check costs about 60 instructions an access, and a
-/// `fetch` made some 140 of them here (9k instructions). Safe to drop: one thread, and
-/// no access spans a call that could reach the same property again (the mutating calls
-/// on them, a set's insert or remove, the head parser's `consume`, the state
-/// machine's events, call nothing outside).
+/// Confined to the loop's thread.
 public final class TransferEngine {
     let loop: Loop
     let options: EngineOptions
     let multi: MultiHandle
     /// False once `shutdown` cleaned up the multi: nothing may touch it after that.
-    @exclusivity(unchecked) var isOpen = true
+    var isOpen = true
     let log = Logger(label: "xhrpc.http")
 
     /// libcurl's single timeout; armed and stopped by `CURLMOPT_TIMERFUNCTION`.
@@ -56,7 +49,7 @@ public final class TransferEngine {
     /// Fires at the earliest deadline of the transfers in `timed`.
     let timeoutTimer: Timer
     /// Running transfers with a timeout; the rest never need the timeout timer.
-    @exclusivity(unchecked) var timed = TransferSet(.timed)
+    var timed = TransferSet(.timed)
     /// The deadline the timeout timer was last armed for.
     var timeoutArmedFor: Double?
     /// Counts the libuv handles this engine opened and not yet saw closed, so `shutdown`
@@ -67,32 +60,32 @@ public final class TransferEngine {
     var watches: [SocketWatch?] = []
     /// How many of the sockets the engine opened libcurl is not watching: at least every
     /// idle connection in its cache (`skipsConnectionSearch`).
-    @exclusivity(unchecked) var unwatchedSockets = 0
+    var unwatchedSockets = 0
 
     /// Transfers started and not yet completed or cancelled; holds the strong reference
     /// libcurl's callbacks rely on.
-    @exclusivity(unchecked) var active = TransferSet(.active)
+    var active = TransferSet(.active)
 
     /// Running transfers paused for any reason (`PauseReasons`: their reader has no
     /// room, or their client paused them); for metrics, counted when asked.
     public var pausedTransferCount: Int { active.members.reduce(0) { $0 + ($1.isPaused ? 1 : 0) } }
     /// Reset easy handles ready for the next transfer.
-    @exclusivity(unchecked) var pool: [EasySlot] = []
+    var pool: [EasySlot] = []
     static let poolLimit = 64
 
     /// True while a libcurl call that may run transfer callbacks is on the stack.
-    @exclusivity(unchecked) var inCurl = false
+    var inCurl = false
     /// Transfers waiting to join the multi (`TransferEngine+Admission.swift`), from
     /// `pendingAddsHead` on.
-    @exclusivity(unchecked) var pendingAdds: [Transfer] = []
-    @exclusivity(unchecked) var pendingAddsHead = 0
+    var pendingAdds: [Transfer] = []
+    var pendingAddsHead = 0
     /// Transfers that joined the multi this loop turn; the admission handle resets it.
-    @exclusivity(unchecked) var admittedThisTurn = 0
+    var admittedThisTurn = 0
     /// Of those, the ones that open a new connection (`connectsPerTurn`).
-    @exclusivity(unchecked) var connectsThisTurn = 0
+    var connectsThisTurn = 0
     /// Runs once per loop turn while transfers join or wait (`endAdmissionTurn`).
     let admissionHandle: Prepare
-    @exclusivity(unchecked) var pendingRemovals: [Transfer] = []
+    var pendingRemovals: [Transfer] = []
     var pendingResumes: [Transfer] = []
     var pendingSocketErrors: [curl_socket_t] = []
     /// Transfers the egress policy refused in `start`, completed on the next turn.

@@ -30,20 +30,13 @@ final class YajlValueParser {
     /// of that call's input yajl had consumed when the value ended (for a number, yajl
     /// has read the delimiter after it and put it back, so the end excludes it). The
     /// caller takes them out after every call.
-    ///
-    /// `@exclusivity(unchecked)` here and below: the callbacks touch these properties for
-    /// every token, and the runtime's dynamic exclusivity checks on class properties took
-    /// about 15% of decoding time in a profile. They are safe to drop because only this
-    /// object's methods touch the properties, on one thread, and no access is held across
-    /// a call that could re-enter (yajl calls back only from inside `parse`/`complete`,
-    /// which touch nothing while yajl runs).
-    @exclusivity(unchecked) var completed: [(value: JSONValue, end: Int)] = []
+    var completed: [(value: JSONValue, end: Int)] = []
 
     private let allowMultipleValues: Bool
-    @exclusivity(unchecked) private var handle: yajl_handle?
-    @exclusivity(unchecked) private var stack: [Frame] = []
+    private var handle: yajl_handle?
+    private var stack: [Frame] = []
     /// Set by a callback that cancels the parse, with the consumed count at that point.
-    @exclusivity(unchecked) private var cancellation: (consumed: Int, message: String)?
+    private var cancellation: (consumed: Int, message: String)?
 
     /// Makes a parser. With `allowMultipleValues` yajl reads whitespace-separated values
     /// one after another (the stream decoder); without it a second value is yajl's

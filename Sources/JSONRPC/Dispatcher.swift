@@ -16,24 +16,17 @@ public final class Dispatcher {
     public let registry: MethodRegistry
     /// Called for every call before its handler runs (metrics, logging, authentication
     /// checks). Throwing refuses the call with that error.
-    ///
-    /// `@exclusivity(unchecked)` on this and the other hooks, as on the hot properties of
-    /// `RPCCall`, `RPCConnection` and `MethodRegistry`: every call reads them, and the
-    /// runtime's dynamic exclusivity check costs about 60 instructions a read (some 700
-    /// of the 20.6k a pipelined `server.info` cost in callgrind). Safe to drop: they are
-    /// only read or set whole, on the loop's thread, and no access spans a call that
-    /// could touch them again (a hook is read, the read ends, then it is called).
-    @exclusivity(unchecked) public var gate: ((RPCCall) throws -> Void)?
+    public var gate: ((RPCCall) throws -> Void)?
     /// Called for every error answered, by this dispatcher or later by a deferred call
     /// (statistics).
-    @exclusivity(unchecked) public var onError: ((RPCPeer, RPCError) -> Void)?
+    public var onError: ((RPCPeer, RPCError) -> Void)?
     /// Called for every response the peer sends to a request of ours (a server → client
     /// request, DESIGN §3): its id and its result, or its error object. A response is
     /// never answered, whether or not anyone was waiting for it.
-    @exclusivity(unchecked) public var onResponse: ((RPCPeer, JSONValue, RPCResponse) -> Void)?
+    public var onResponse: ((RPCPeer, JSONValue, RPCResponse) -> Void)?
     /// Called once for every call when it is answered (a notification too, though
     /// nothing goes on the wire): with nil for a result, or the error (metrics).
-    @exclusivity(unchecked) public var onAnswer: ((RPCCall, RPCError?) -> Void)?
+    public var onAnswer: ((RPCCall, RPCError?) -> Void)?
 
     /// Where calls write their responses (`ResponseBuffer`).
     private let responseBuffer = ResponseBuffer()

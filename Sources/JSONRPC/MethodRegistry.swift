@@ -54,9 +54,7 @@ public final class RPCMethod {
 
 /// The table of methods a server offers. Each method is declared once, here.
 public final class MethodRegistry {
-    /// Unchecked exclusivity: read by every call (see `Dispatcher.gate`), written only
-    /// while methods are declared.
-    @exclusivity(unchecked) public private(set) var methods: [String: RPCMethod] = [:]
+    public private(set) var methods: [String: RPCMethod] = [:]
 
     public init() {}
 
@@ -83,9 +81,8 @@ public final class MethodRegistry {
 
     /// The method last looked up by `method(named:)`: a client that calls one method
     /// over and over (a probe, a pipeline of `fetch`) has it found by comparing its
-    /// name, without hashing it (some 500 instructions of a call). Unchecked exclusivity
-    /// as `methods`.
-    @exclusivity(unchecked) private var lastFound: RPCMethod?
+    /// name, without hashing it (some 500 instructions of a call).
+    private var lastFound: RPCMethod?
 
     /// The declared method of that name, or nil.
     public func method(named name: String) -> RPCMethod? {

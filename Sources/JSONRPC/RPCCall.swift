@@ -58,9 +58,8 @@ public final class RPCCall {
     private let onAnswer: ((RPCCall, RPCError?) -> Void)?
     /// The dispatcher's memory for writing responses in (`ResponseBuffer`).
     private let responseBuffer: ResponseBuffer
-    // Unchecked exclusivity, for the reason given at `Dispatcher.gate`.
-    @exclusivity(unchecked) public private(set) var isAnswered = false
-    @exclusivity(unchecked) private var isDeferred = false
+    public private(set) var isAnswered = false
+    private var isDeferred = false
 
     init(method: String, registered: RPCMethod?, params: Params, rawParams: JSONValue?, id: JSONValue?, peer: RPCPeer,
          sink: ReplySink?, onError: ((RPCPeer, RPCError) -> Void)?, onAnswer: ((RPCCall, RPCError?) -> Void)? = nil,
@@ -143,10 +142,8 @@ public final class RPCCall {
 /// allocating and freeing a buffer of its own (about 300 instructions a call). One per
 /// dispatcher, on the loop's thread.
 final class ResponseBuffer {
-    /// Empty between responses; `JSONObjectWriter(reusing:)` takes it over. Unchecked
-    /// exclusivity, for the reason given at `Dispatcher.gate`: it is only swapped out
-    /// whole and set whole, on the loop's thread.
-    @exclusivity(unchecked) var bytes: [UInt8] = []
+    /// Empty between responses; `JSONObjectWriter(reusing:)` takes it over.
+    var bytes: [UInt8] = []
 
     /// Keeps the memory of a response that has been delivered. If the peer kept the
     /// response itself, the writer that takes the memory next gets new memory instead

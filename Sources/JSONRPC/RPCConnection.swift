@@ -27,13 +27,10 @@ public struct ConnectionLimits: Sendable {
 public final class RPCConnection: RPCPeer {
     public let id: UInt64
     public let stream: any ByteStream
-    /// Unchecked exclusivity here and on the per-call state below, for the reason given
-    /// at `Dispatcher.gate`: `outBuffer` is modified in place only by `JSON.encode` and
-    /// `append`, which do not call back into the connection.
-    @exclusivity(unchecked) public var context: AnyObject?
+    public var context: AnyObject?
     /// Called once, when the connection has closed (for whatever reason).
     public var onClose: ((RPCConnection) -> Void)?
-    @exclusivity(unchecked) public private(set) var isOpen = true
+    public private(set) var isOpen = true
     public var peerDescription: String
 
     private let dispatcher: Dispatcher
@@ -43,9 +40,9 @@ public final class RPCConnection: RPCPeer {
     private let coalescer: WriteCoalescer?
     /// Messages encoded while reading a chunk are written in one go at its end; those
     /// sent at other times wait for the coalescer's flush at the end of the loop turn.
-    @exclusivity(unchecked) private var outBuffer: [UInt8] = []
-    @exclusivity(unchecked) private var collecting = false
-    @exclusivity(unchecked) private var flushScheduledThisTurn = false
+    private var outBuffer: [UInt8] = []
+    private var collecting = false
+    private var flushScheduledThisTurn = false
     private var readingPaused = false
     /// Calls read but not yet run. The calls of one read stop running once the replies
     /// waiting for the client pass `pauseReadingBytes`, and go on when it has read them
@@ -63,8 +60,8 @@ public final class RPCConnection: RPCPeer {
     private var waitingForTurn = false
     /// Calls run since the last read or resumption, and whether they came from a read
     /// (`CallAllowance.take`).
-    @exclusivity(unchecked) private var slice = 0
-    @exclusivity(unchecked) private var reading = false
+    private var slice = 0
+    private var reading = false
     private var eofReceived = false
     private var deferredCalls = 0
     public private(set) var bytesIn: UInt64 = 0

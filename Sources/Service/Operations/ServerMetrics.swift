@@ -25,10 +25,7 @@ final class ServerMetrics {
     /// The calls counters by method (`RPCMethod.number`; names that are not a declared
     /// method share `unknownCalls`), then outcome: a call found by its method's number
     /// and answered `ok`, nearly all of them, is counted without hashing a string.
-    /// Unchecked exclusivity, for the reason given at `Dispatcher.gate` (the runtime's
-    /// check cost 150 instructions a call): only `callAnswered` touches it, on the loop's
-    /// thread, and `count` calls nothing that could reach it.
-    @exclusivity(unchecked) private var calls: [CallCounters] = []
+    private var calls: [CallCounters] = []
     private var unknownCalls = CallCounters()
 
     private struct CallCounters {

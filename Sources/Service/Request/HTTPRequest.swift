@@ -14,8 +14,7 @@ import JSONRPC
 /// of a stopped transfer arrives afterwards, so a late completion of a transfer that
 /// `open` or `abort` replaced is never reported.
 ///
-/// Confined to the loop's thread; its state is `@exclusivity(unchecked)` for the reason
-/// `TransferEngine` gives (performing a fetch's actions alone made 35 checked accesses).
+/// Confined to the loop's thread.
 final class HTTPRequest: SessionObject, TransferDelegate {
     static let kind = "request"
     let handle: String
@@ -26,68 +25,68 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var settings: RequestSettings { env.requestSettings }
     var hub: NotificationHub { env.hub }
 
-    @exclusivity(unchecked) var machine = RequestStateMachine()
+    var machine = RequestStateMachine()
     var state: RequestState { machine.state }
 
     // What `open` and the pre-send calls configured.
-    @exclusivity(unchecked) var method = "GET"
-    @exclusivity(unchecked) var url = ""
-    @exclusivity(unchecked) var isAsync = true
-    @exclusivity(unchecked) var user: String?
-    @exclusivity(unchecked) var password: String?
-    @exclusivity(unchecked) var auth: AuthScheme = .basic
-    @exclusivity(unchecked) var headers: [(name: String, value: String)] = []
+    var method = "GET"
+    var url = ""
+    var isAsync = true
+    var user: String?
+    var password: String?
+    var auth: AuthScheme = .basic
+    var headers: [(name: String, value: String)] = []
     /// The body serializer (`setPostValue`, `setJSONBody`, `addMultipartPart`, and
     /// fetch's `form`, `json`, `multipart`): built into the body at `send`.
-    @exclusivity(unchecked) var serializer = RequestBody()
-    @exclusivity(unchecked) var followRedirects = true
+    var serializer = RequestBody()
+    var followRedirects = true
     /// This request's own redirect limit (fetch's `maxRedirects`); nil: the server's.
-    @exclusivity(unchecked) var maxRedirects: Int?
+    var maxRedirects: Int?
     /// For `fetch`, which needs the whole body at once: a body over the buffer limit
     /// ends the request with a failure instead of pausing the transfer.
-    @exclusivity(unchecked) var failsWhenBufferFull = false
-    @exclusivity(unchecked) var multiplexing = true
+    var failsWhenBufferFull = false
+    var multiplexing = true
     // TLS and proxy choices of the pre-send options (`Methods/TLSMethods.swift`,
     // `Methods/ProxyMethods.swift`). Kept across `open`, like every pre-send option;
     // `close` switches the verifications back on, as the seed's `close` does.
-    @exclusivity(unchecked) var verifyPeer = true
-    @exclusivity(unchecked) var verifyHost = true
-    @exclusivity(unchecked) var clientCertificate: ClientCertificate?
-    @exclusivity(unchecked) var pinnedPublicKey: String?
+    var verifyPeer = true
+    var verifyHost = true
+    var clientCertificate: ClientCertificate?
+    var pinnedPublicKey: String?
     /// This request's own proxy; it wins over the principal's secure communication.
-    @exclusivity(unchecked) var proxy: ProxySettings?
+    var proxy: ProxySettings?
     /// Cookies from the principal's jar are sent and received ones stored there;
     /// `disableCookieHandling` turns both off for this request.
-    @exclusivity(unchecked) var handlesCookies = true
+    var handlesCookies = true
     /// The connection that opened it, told about transitions unless it said not to be.
     weak var opener: ClientSession?
 
     // The response.
-    @exclusivity(unchecked) var status = 0
-    @exclusivity(unchecked) var statusText = ""
-    @exclusivity(unchecked) var responseHeaders: HeaderFields = []
+    var status = 0
+    var statusText = ""
+    var responseHeaders: HeaderFields = []
     /// The unread body.
     let body: UnreadBytes
     /// Where the body goes instead, for a `download` (`HTTPRequest+Download.swift`).
-    @exclusivity(unchecked) var download: DownloadFile?
+    var download: DownloadFile?
     /// An `upload`'s file is sent with the method given (POST included), not made a PUT
     /// as `sendWithFile` does.
-    @exclusivity(unchecked) var keepsMethodWithFile = false
+    var keepsMethodWithFile = false
     /// The transfer under way. Setting and clearing it (or `between`) keeps the
     /// principal's count of transfers in flight in step, whichever path ends it.
-    @exclusivity(unchecked) var transfer: Transfer? {
+    var transfer: Transfer? {
         didSet { countInFlight() }
     }
     /// The wait between two attempts of a send: a question or a backoff
     /// (`HTTPRequest+Attempts.swift`). Setting it to nil does not cancel it; `stopAttempts`
     /// does.
-    @exclusivity(unchecked) var between: Between? {
+    var between: Between? {
         didSet { countInFlight() }
     }
-    @exclusivity(unchecked) private var countedInFlight = false
+    private var countedInFlight = false
     /// The client paused this send (`HTTPRequest+Pause.swift`); every transfer of the
     /// send starts paused while it is set.
-    @exclusivity(unchecked) var pausedByClient = false
+    var pausedByClient = false
 
     /// A send is in flight while it has a transfer or waits between attempts.
     private func countInFlight() {
@@ -99,43 +98,43 @@ final class HTTPRequest: SessionObject, TransferDelegate {
 
     // Attempts (`HTTPRequest+Attempts.swift`).
     /// `setRetryPolicy`'s, or `fetch`'s `retry`; nil: never retried on its own.
-    @exclusivity(unchecked) var retryPolicy: RetryPolicy?
+    var retryPolicy: RetryPolicy?
     /// The attempt of the current send (1 for the first); 0 before any send.
-    @exclusivity(unchecked) var attempt = 0
+    var attempt = 0
     /// What the current send sends; an interceptor's replacement changes it.
-    @exclusivity(unchecked) var planned: TransferRequest?
+    var planned: TransferRequest?
     /// A transfer whose response is thrown away for a retry.
-    @exclusivity(unchecked) var discarding: Transfer?
+    var discarding: Transfer?
     /// Body bytes not yet sent to the interceptor in `didReceiveData`.
-    @exclusivity(unchecked) var pendingNoticeData: [UInt8] = []
+    var pendingNoticeData: [UInt8] = []
     /// Body bytes received by the current transfer, for `--max-response-bytes`.
-    @exclusivity(unchecked) var receivedBytes = 0
+    var receivedBytes = 0
     /// Request body bytes the last transfer sent, noted when it ended (the response's
     /// clearing resets the progress figures), and when its send began: for the access log.
-    @exclusivity(unchecked) var sentBytes = 0
-    @exclusivity(unchecked) var sentAt: Double?
+    var sentBytes = 0
+    var sentAt: Double?
     /// The reason word of the failure that ended the current send with no response
     /// (`finish(failure:reason:)`), for its access-log entry and `/metrics`.
-    @exclusivity(unchecked) var failureReason: String?
-    @exclusivity(unchecked) var pendingHead: ResponseHead?
-    @exclusivity(unchecked) var syncCall: RPCCall?
-    @exclusivity(unchecked) var onDone: (() -> Void)?
+    var failureReason: String?
+    var pendingHead: ResponseHead?
+    var syncCall: RPCCall?
+    var onDone: (() -> Void)?
 
     // Progress, paced per recipient by the hub (`HTTPRequest+Progress.swift`).
-    @exclusivity(unchecked) var progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
+    var progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
     /// What each connection was last told, by session.
-    @exclusivity(unchecked) var progressCursors: [ObjectIdentifier: ProgressCursor] = [:]
-    @exclusivity(unchecked) var progressPending = false
+    var progressCursors: [ObjectIdentifier: ProgressCursor] = [:]
+    var progressPending = false
     /// The opener hears `onProgress` too, at the default pace unless a subscription of
     /// its own sets another. Off for the object API, whose `open {subscribe}` promises
     /// state changes only (progress is `subscribe`'s); the calls that start a whole
     /// transfer in one go and report on it (`upload`, `download`, `fetch {subscribe}`)
     /// switch it on.
-    @exclusivity(unchecked) var openerGetsProgress = false
+    var openerGetsProgress = false
 
     /// When a call last named this request, or it last changed state, on the server's
     /// clock: `ObjectLifetime` releases it when that is `--request-ttl` ago.
-    @exclusivity(unchecked) var lastUsed: Double
+    var lastUsed: Double
 
     init(handle: String, principal: Principal, creator: ClientSession?, environment: ObjectEnvironment) {
         self.handle = handle
@@ -336,7 +335,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         maxRedirects = nil
         serializer.clear()
     }
-    @exclusivity(unchecked) var lastTransfer: Transfer?
+    var lastTransfer: Transfer?
 
     /// Ends the object: aborts a transfer under way and answers a waiting sync send.
     func release() {
