@@ -347,7 +347,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         body.removeAll()
         if let call = syncCall {
             syncCall = nil
-            call.reply(summary)
+            replySummary(to: call)
         }
     }
 
@@ -384,10 +384,23 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     /// The whole unread body (fetch), consumed.
     func takeBody() -> [UInt8] { body.takeAll() }
 
-    /// `{state, stateName, status, statusText}`, the reply of a synchronous send.
-    var summary: JSONValue {
-        ["state": .int(Int64(state.rawValue)), "stateName": .string(state.name), "status": .int(Int64(status)),
-         "statusText": .string(statusText)]
+    /// Answers a synchronous send with `{state, stateName, status, statusText}`, written
+    /// straight into the response with its keys written once (every such send ends here).
+    func replySummary(to call: RPCCall) {
+        call.reply { o in
+            o.add(Summary.state, int: Int64(state.rawValue))
+            o.add(Summary.stateName, string: state.name)
+            o.add(Summary.status, int: Int64(status))
+            o.add(Summary.statusText, string: statusText)
+        }
+    }
+
+    /// `replySummary`'s keys.
+    private enum Summary {
+        static let state = JSONKey("state")
+        static let stateName = JSONKey("stateName")
+        static let status = JSONKey("status")
+        static let statusText = JSONKey("statusText")
     }
 
     /// The URL without credentials, for `list` and logs.
