@@ -62,6 +62,19 @@ struct ObjectWriterTests {
         #expect(first.finish().bytes == JSON.encode(["jsonrpc": nil]))
     }
 
+    /// A string member whose text is written in place (base64) reads as the same string
+    /// given as a `String`, empty or not, first member or not.
+    @Test func textWrittenInPlaceMatchesTheEncoder() {
+        let key = JSONKey("data"), text = Array("QUJD+/8=".utf8)
+        var writer = JSONObjectWriter()
+        writer.add(key, unescapedStringOfCount: text.count) { out in
+            #expect(out.count == text.count)
+            _ = out.initialize(from: text)
+        }
+        writer.add(JSONKey("empty"), unescapedStringOfCount: 0) { #expect($0.isEmpty) }
+        #expect(writer.finish().bytes == JSON.encode(["data": "QUJD+/8=", "empty": ""]))
+    }
+
     /// Members written once (`JSONConstantMembers`) read as the same members added one
     /// by one, first in the object or after others; none adds nothing.
     @Test func constantMembersMatchTheEncoder() {

@@ -17,6 +17,20 @@ struct Base64TextTests {
         #expect(Base64Text.encode(every[7..<100]) == Data(every[7..<100]).base64EncodedString())
     }
 
+    /// The text written into a buffer of `encodedCount` bytes (getReceiveBuffer's
+    /// member) is the same text, filling the buffer.
+    @Test func writtenInPlaceMatchesTheString() {
+        for length in 0...40 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 53 &+ 7) }
+            let text = [UInt8](unsafeUninitializedCapacity: Base64Text.encodedCount(length)) { out, n in
+                out.initialize(repeating: 0)
+                bytes.withUnsafeBufferPointer { Base64Text.encode($0, into: out) }
+                n = out.count
+            }
+            #expect(text == Array(Base64Text.encode(bytes[...]).utf8), "\(length) bytes")
+        }
+    }
+
     @Test func knownVectors() {
         // RFC 4648 section 10.
         let vectors = ["": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=", "foobar": "Zm9vYmFy"]

@@ -160,34 +160,36 @@ extension Server {
     /// text or base64; an empty body is `null`, and no response at all (status 0) is
     /// answered as usual.
     ///
-    /// Every fetch ends here, so the result is written straight as bytes
-    /// (`JSONObjectWriter`), the same bytes as the `JSONObject` of these members would give.
+    /// Every fetch ends here, so the result is written straight as bytes into the
+    /// response (`RPCCall.reply(object:)`, keys written once: `ResultKeys`), the same
+    /// bytes as the `JSONObject` of these members would give.
     private static func answer(_ call: RPCCall, _ r: HTTPRequest, responseType: String) {
         let bytes = r.takeBody()
         let isText = responseType != "base64"
             && UTF8Cut.validPrefix(bytes[...], allowIncompleteTail: false) == .valid(bytes.count)
         var body: ResultBody
-        var encoding: String
+        var encoding: JSONConstantMembers
         if isText {
             body = .text(bytes)  // valid UTF-8: written as the string's text, no string made
-            encoding = "utf8"
+            encoding = ResultKeys.utf8
         } else {
             body = .value(.string(Base64Text.encode(bytes[...])))
-            encoding = "base64"
+            encoding = ResultKeys.base64
         }
         if responseType == "json" && r.status != 0 {
             if bytes.isEmpty {
-                (body, encoding) = (.value(.null), "json")
+                (body, encoding) = (.value(.null), ResultKeys.json)
             } else if let value = try? JSON.decode(bytes) {
-                (body, encoding) = (.value(value), "json")
+                (body, encoding) = (.value(value), ResultKeys.json)
             } else {
                 // The error carries the result as it would have been (rare: decoded again).
-                let result = writeResult(r, body: body, encoding: encoding).decoded().objectValue ?? [:]
-                call.fail(ServiceError.responseNotJSON(status: r.status, result))
+                var result = JSONObjectWriter()
+                writeResult(r, body: body, encoding: encoding, into: &result)
+                call.fail(ServiceError.responseNotJSON(status: r.status, result.finish().decoded().objectValue ?? [:]))
                 return
             }
         }
-        call.reply(encoded: writeResult(r, body: body, encoding: encoding))
+        call.reply { writeResult(r, body: body, encoding: encoding, into: &$0) }
     }
 
     /// The body member of fetch's result: UTF-8 text as its bytes, or a value.
@@ -196,22 +198,34 @@ extension Server {
         case value(JSONValue)
     }
 
-    /// fetch's result object, with room for the body reserved at once.
-    private static func writeResult(_ r: HTTPRequest, body: ResultBody, encoding: String) -> EncodedJSON {
+    /// fetch's result's keys, and its last member in each of its three forms, written once.
+    private enum ResultKeys {
+        static let request = JSONKey("request")
+        static let status = JSONKey("status")
+        static let statusText = JSONKey("statusText")
+        static let headers = JSONKey("headers")
+        static let body = JSONKey("body")
+        static let utf8 = JSONConstantMembers(["encoding": "utf8"])
+        static let base64 = JSONConstantMembers(["encoding": "base64"])
+        static let json = JSONConstantMembers(["encoding": "json"])
+    }
+
+    /// fetch's result's members, `encoding` being one of `ResultKeys`' three.
+    private static func writeResult(_ r: HTTPRequest, body: ResultBody, encoding: JSONConstantMembers,
+                                    into result: inout JSONObjectWriter) {
         let bodySize = switch body {
         case .text(let bytes): bytes.count
         case .value(let value): value.stringValue?.utf8.count ?? 0
         }
-        var result = JSONObjectWriter(capacity: 1024 + bodySize)
-        result.add("request", string: r.handle)
-        result.add("status", int: Int64(r.status))
-        result.add("statusText", string: r.statusText)
-        result.addObject("headers") { HTTPRequest.writeHeaderObject(r.responseHeaders, into: &$0) }
+        result.reserveCapacity(forMore: 1024 + bodySize)  // the body, and room for the rest
+        result.add(ResultKeys.request, string: r.handle)
+        result.add(ResultKeys.status, int: Int64(r.status))
+        result.add(ResultKeys.statusText, string: r.statusText)
+        result.addObject(ResultKeys.headers) { HTTPRequest.writeHeaderObject(r.responseHeaders, into: &$0) }
         switch body {
-        case .text(let bytes): bytes.withUnsafeBufferPointer { result.add("body", utf8String: $0) }
-        case .value(let value): result.add("body", value)
+        case .text(let bytes): bytes.withUnsafeBufferPointer { result.add(ResultKeys.body, utf8String: $0) }
+        case .value(let value): result.add(ResultKeys.body, value)
         }
-        result.add("encoding", string: encoding)
-        return result.finish()
+        result.add(encoding)
     }
 }

@@ -61,7 +61,8 @@ extension Server {
                                   "Too many requests held; release some first")
             let handle = try newHandle(for: s, named: try call.params.optionalString("request"), kind: HTTPRequest.kind)
             adopt(HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self), by: s)
-            return .result(["request": .string(handle)])
+            call.reply { $0.add(Self.requestKey, string: handle) }  // {"request": handle}, with no tree
+            return .answered
         }
 
         onRequest("open", params: ["method", "url", "async?", "user?", "password?", "auth?", "subscribe?"]) { [unowned self] r, call in
@@ -176,9 +177,11 @@ extension Server {
         }
         onRequest("getAllResponseHeaders") { r, _ in .string(r.allResponseHeaders) }
 
-        onRequest("getReceiveBuffer", params: ["encoding?", "maxBytes?"]) { r, call in
+        registry.register("getReceiveBuffer", params: ["request", "encoding?", "maxBytes?"]) { [unowned self] call in
+            let r = try request(call)
             let (max, encoding) = try ReadParams.parse(call.params)
-            return try r.readBody(maxBytes: max, encoding: encoding)
+            call.reply(encoded: try r.readBody(maxBytes: max, encoding: encoding))
+            return .answered
         }
 
         onRequest("abort") { r, _ in .bool(r.abort()) }
@@ -194,6 +197,9 @@ extension Server {
             return .result(.array(items))
         }
     }
+
+    /// `create`'s one result key, written once.
+    private static let requestKey = JSONKey("request")
 
     /// `user`, `password` and `auth` of `open`, and of `fetch`'s `credential`.
     static func credential(_ p: Params) throws(RPCError) -> (user: String?, password: String?, auth: AuthScheme) {

@@ -5,12 +5,21 @@ import CShims
 /// breaks), written straight into the string's storage by `xh_base64_encode`.
 enum Base64Text {
     static func encode(_ bytes: ArraySlice<UInt8>) -> String {
-        let length = (bytes.count + 2) / 3 * 4
+        let length = encodedCount(bytes.count)
         guard length > 0 else { return "" }
         return bytes.withUnsafeBufferPointer { input in
             String(unsafeUninitializedCapacity: length) { out in
                 xh_base64_encode(input.baseAddress, input.count, out.baseAddress)
             }
         }
+    }
+
+    /// The length of the text of `count` bytes.
+    static func encodedCount(_ count: Int) -> Int { (count + 2) / 3 * 4 }
+
+    /// The text of `bytes` written into `out`, which is `encodedCount` long.
+    static func encode(_ bytes: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) {
+        guard bytes.count > 0 else { return }
+        xh_base64_encode(bytes.baseAddress, bytes.count, out.baseAddress)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import JSONRPC
 
 /// How bytes are handed to the client (`getReceiveBuffer`, `socket.read`).
@@ -35,23 +36,43 @@ final class UnreadBytes {
     /// will come, so a character cut at the very end is an error rather than held back.
     /// Bytes that are not UTF-8 are refused (and stay unread) with `utf8`.
     func read(maxBytes: Int, encoding: BodyEncoding, complete: Bool) throws(RPCError) -> (text: String, bytes: Int) {
-        var n = min(maxBytes, queue.count)
-        let text: String
-        switch encoding {
-        case .base64:
-            text = Base64Text.encode(queue.peek(n))
-        case .utf8:
-            let chunk = queue.peek(n)
-            switch UTF8Cut.validPrefix(chunk, allowIncompleteTail: !(complete && n == queue.count)) {
-            case .valid(let length):
-                n = length
-                text = String(decoding: chunk.prefix(length), as: UTF8.self)
-            case .invalid(let offset):
-                throw ServiceError.bodyNotUTF8(at: offset)
-            }
+        let n = try readableCount(maxBytes: maxBytes, encoding: encoding, complete: complete)
+        let chunk = queue.peek(n)
+        let text = switch encoding {
+        case .base64: Base64Text.encode(chunk)
+        case .utf8: String(decoding: chunk, as: UTF8.self)
         }
         consume(n)
         return (text, n)
+    }
+
+    /// `read`, with the text written as the string member `key` of `object` (the same
+    /// text, without making a `String`); returns the number of bytes taken.
+    func read(maxBytes: Int, encoding: BodyEncoding, complete: Bool,
+              as key: JSONKey, into object: inout JSONObjectWriter) throws(RPCError) -> Int {
+        let n = try readableCount(maxBytes: maxBytes, encoding: encoding, complete: complete)
+        queue.peek(n).withUnsafeBufferPointer { chunk in
+            switch encoding {
+            case .base64:
+                object.add(key, unescapedStringOfCount: Base64Text.encodedCount(n)) { Base64Text.encode(chunk, into: $0) }
+            case .utf8:
+                object.add(key, utf8String: chunk)
+            }
+        }
+        consume(n)
+        return n
+    }
+
+    /// How many of the first `maxBytes` bytes a read hands out: all of them with
+    /// `base64`; with `utf8` those before a character cut at the end (unless `complete`
+    /// and nothing is left after it), and none at all if they are not UTF-8 (thrown).
+    private func readableCount(maxBytes: Int, encoding: BodyEncoding, complete: Bool) throws(RPCError) -> Int {
+        let n = min(maxBytes, queue.count)
+        guard encoding == .utf8 else { return n }
+        switch UTF8Cut.validPrefix(queue.peek(n), allowIncompleteTail: !(complete && n == queue.count)) {
+        case .valid(let length): return length
+        case .invalid(let offset): throw ServiceError.bodyNotUTF8(at: offset)
+        }
     }
 
     /// Everything unread, taken.

@@ -70,7 +70,7 @@ extension HTTPRequest {
                 transfer = nil
                 if let call = syncCall {
                     syncCall = nil
-                    call.reply(summary)
+                    replySummary(to: call)
                 }
             }
         }

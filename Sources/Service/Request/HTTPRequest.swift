@@ -346,7 +346,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         body.removeAll()
         if let call = syncCall {
             syncCall = nil
-            call.reply(summary)
+            replySummary(to: call)
         }
     }
 
@@ -355,23 +355,51 @@ final class HTTPRequest: SessionObject, TransferDelegate {
 
     /// Reads up to `maxBytes` of the unread body. With `utf8`, a character split at the
     /// end is held back for the next call, and bytes that are not UTF-8 are refused.
-    func readBody(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> JSONValue {
-        let (text, n) = try body.read(maxBytes: maxBytes, encoding: encoding, complete: state == .done)
+    ///
+    /// The result, `{data, encoding, bytes, done}`, is written straight as bytes (every
+    /// object request reads its body here): the data's text without a `String`, the keys
+    /// written once (`ReadResult`).
+    func readBody(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> EncodedJSON {
+        var result = JSONObjectWriter(capacity: 64 + Base64Text.encodedCount(min(maxBytes, body.count)))
+        let n = try body.read(maxBytes: maxBytes, encoding: encoding, complete: state == .done,
+                              as: ReadResult.data, into: &result)
         budgetFreed()
         if body.isEmpty { env.objectMayHaveSettled() }
-        return [
-            "data": .string(text), "encoding": .string(encoding.rawValue), "bytes": .int(Int64(n)),
-            "done": .bool(state == .done && body.isEmpty),
-        ]
+        result.add(encoding == .base64 ? ReadResult.base64 : ReadResult.utf8)
+        result.add(ReadResult.bytes, int: Int64(n))
+        result.add(ReadResult.done, .bool(state == .done && body.isEmpty))
+        return result.finish()
+    }
+
+    /// `readBody`'s keys, and its `encoding` member in its two forms, written once.
+    private enum ReadResult {
+        static let data = JSONKey("data")
+        static let base64 = JSONConstantMembers(["encoding": .string(BodyEncoding.base64.rawValue)])
+        static let utf8 = JSONConstantMembers(["encoding": .string(BodyEncoding.utf8.rawValue)])
+        static let bytes = JSONKey("bytes")
+        static let done = JSONKey("done")
     }
 
     /// The whole unread body (fetch), consumed.
     func takeBody() -> [UInt8] { body.takeAll() }
 
-    /// `{state, stateName, status, statusText}`, the reply of a synchronous send.
-    var summary: JSONValue {
-        ["state": .int(Int64(state.rawValue)), "stateName": .string(state.name), "status": .int(Int64(status)),
-         "statusText": .string(statusText)]
+    /// Answers a synchronous send with `{state, stateName, status, statusText}`, written
+    /// straight into the response with its keys written once (every such send ends here).
+    func replySummary(to call: RPCCall) {
+        call.reply { o in
+            o.add(Summary.state, int: Int64(state.rawValue))
+            o.add(Summary.stateName, string: state.name)
+            o.add(Summary.status, int: Int64(status))
+            o.add(Summary.statusText, string: statusText)
+        }
+    }
+
+    /// `replySummary`'s keys.
+    private enum Summary {
+        static let state = JSONKey("state")
+        static let stateName = JSONKey("stateName")
+        static let status = JSONKey("status")
+        static let statusText = JSONKey("statusText")
     }
 
     /// The URL without credentials, for `list` and logs.
