@@ -57,6 +57,12 @@ public final class Dispatcher {
         }
     }
 
+    /// Handles a single call whose envelope the decoder picked out of its object
+    /// (`JSONStreamEvent.call`): the same as `dispatch` with that object.
+    public func dispatch(_ envelope: JSONCallEnvelope, from peer: RPCPeer) {
+        run(envelope, peer: peer, sink: nil)
+    }
+
     /// Answers a value the decoder could not parse.
     public func parseFailed(_ error: JSONParseError, peer: RPCPeer) {
         send(.parseError(error.message, offset: error.offset), id: .null, to: peer)
@@ -70,20 +76,33 @@ public final class Dispatcher {
 
     /// Runs one call; `sink` is its batch, nil for a single call.
     private func run(_ value: JSONValue, peer: RPCPeer, sink: ReplySink?) {
-        // The envelope's `method`, read once: a value without one may be a response.
-        let methodValue = value["method"]
-        if methodValue == nil, case .object(let o) = value, let response = Self.response(o) {
+        guard case .object(let o) = value else {
+            return refuse(Invalid(error: .invalidRequest("a request must be an object"), id: .null), peer: peer, sink: sink)
+        }
+        let envelope = JSONCallEnvelope(o)
+        // An object without `method` may be a response (which an envelope picked by
+        // the decoder cannot be: it has neither `result` nor `error`).
+        if envelope.method == nil, let response = Self.response(o) {
             deliverAnswer(nil, to: sink, peer: peer)
             onResponse?(peer, response.id, response.outcome)
             return
         }
+        run(envelope, peer: peer, sink: sink)
+    }
+
+    /// Answers a request that is not a valid call.
+    private func refuse(_ invalid: Invalid, peer: RPCPeer, sink: ReplySink?) {
+        onError?(peer, invalid.error)
+        deliverAnswer(EncodedJSON(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id]), to: sink, peer: peer)
+    }
+
+    /// Runs one call from its envelope's members.
+    private func run(_ envelope: JSONCallEnvelope, peer: RPCPeer, sink: ReplySink?) {
         let call: RPCCall
         let paramError: RPCError?
-        switch makeCall(value, methodValue: methodValue, peer: peer, sink: sink) {
+        switch makeCall(envelope, peer: peer, sink: sink) {
         case .failure(let invalid):
-            onError?(peer, invalid.error)
-            deliverAnswer(EncodedJSON(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id]), to: sink, peer: peer)
-            return
+            return refuse(invalid, peer: peer, sink: sink)
         case .success(let made):
             (call, paramError) = made
         }
@@ -117,29 +136,26 @@ public final class Dispatcher {
 
     /// Checks the request object's shape, and the parameters against the declaration. A
     /// well-formed request with bad parameters still makes a call (so a notification
-    /// stays silent); its parameter error comes back beside it. `methodValue` is the
-    /// value's `method` member, read already.
-    private func makeCall(_ value: JSONValue, methodValue: JSONValue?, peer: RPCPeer,
+    /// stays silent); its parameter error comes back beside it. The request object's
+    /// members other than the envelope's are ignored.
+    private func makeCall(_ envelope: JSONCallEnvelope, peer: RPCPeer,
                           sink: ReplySink?) -> Result<(RPCCall, RPCError?), Invalid> {
-        guard case .object(let o) = value else {
-            return .failure(Invalid(error: .invalidRequest("a request must be an object"), id: .null))
-        }
         // An id of the wrong type cannot be echoed; answer with null as the spec says.
         var id: JSONValue? = nil
-        if let raw = o["id"] {
+        if let raw = envelope.id {
             switch raw {
             case .string, .int, .double, .null: id = raw
             default: return .failure(Invalid(error: .invalidRequest("'id' must be a string, a number or null"), id: .null))
             }
         }
         let echoID = id ?? .null
-        guard o["jsonrpc"] == .string("2.0") else {
+        guard envelope.jsonrpc == .string("2.0") else {
             return .failure(Invalid(error: .invalidRequest("'jsonrpc' must be \"2.0\""), id: echoID))
         }
-        guard case .string(let method)? = methodValue else {
+        guard case .string(let method)? = envelope.method else {
             return .failure(Invalid(error: .invalidRequest("'method' must be a string"), id: echoID))
         }
-        let raw = o["params"]
+        let raw = envelope.params
         switch raw {
         case nil, .array?, .object?: break
         default: return .failure(Invalid(error: .invalidRequest("'params' must be an array or an object"), id: echoID))
