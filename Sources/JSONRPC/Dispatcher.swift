@@ -79,15 +79,16 @@ public final class Dispatcher {
         guard case .object(let o) = value else {
             return refuse(Invalid(error: .invalidRequest("a request must be an object"), id: .null), peer: peer, sink: sink)
         }
-        let envelope = JSONCallEnvelope(o)
-        // An object without `method` may be a response (which an envelope picked by
-        // the decoder cannot be: it has neither `result` nor `error`).
-        if envelope.method == nil, let response = Self.response(o) {
+        // The envelope's `method`, read once: an object without one may be a response
+        // (which an envelope picked by the decoder cannot be: it has neither `result`
+        // nor `error`).
+        let method = o["method"]
+        if method == nil, let response = Self.response(o) {
             deliverAnswer(nil, to: sink, peer: peer)
             onResponse?(peer, response.id, response.outcome)
             return
         }
-        run(envelope, peer: peer, sink: sink)
+        run(jsonrpc: o["jsonrpc"], id: o["id"], method: method, params: o["params"], peer: peer, sink: sink)
     }
 
     /// Answers a request that is not a valid call.
@@ -98,9 +99,16 @@ public final class Dispatcher {
 
     /// Runs one call from its envelope's members.
     private func run(_ envelope: JSONCallEnvelope, peer: RPCPeer, sink: ReplySink?) {
+        run(jsonrpc: envelope.jsonrpc, id: envelope.id, method: envelope.method, params: envelope.params, peer: peer,
+            sink: sink)
+    }
+
+    /// Runs the call an envelope's members make, or answers why they make none.
+    private func run(jsonrpc: JSONValue?, id: JSONValue?, method: JSONValue?, params: JSONValue?, peer: RPCPeer,
+                     sink: ReplySink?) {
         let call: RPCCall
         let paramError: RPCError?
-        switch makeCall(envelope, peer: peer, sink: sink) {
+        switch makeCall(jsonrpc: jsonrpc, id: id, method: method, params: params, peer: peer, sink: sink) {
         case .failure(let invalid):
             return refuse(invalid, peer: peer, sink: sink)
         case .success(let made):
@@ -136,26 +144,27 @@ public final class Dispatcher {
 
     /// Checks the request object's shape, and the parameters against the declaration. A
     /// well-formed request with bad parameters still makes a call (so a notification
-    /// stays silent); its parameter error comes back beside it. The request object's
-    /// members other than the envelope's are ignored.
-    private func makeCall(_ envelope: JSONCallEnvelope, peer: RPCPeer,
+    /// stays silent); its parameter error comes back beside it. The members are the
+    /// request object's, or a `JSONCallEnvelope`'s (nil when missing); its other
+    /// members are ignored.
+    private func makeCall(jsonrpc: JSONValue?, id rawID: JSONValue?, method methodValue: JSONValue?,
+                          params raw: JSONValue?, peer: RPCPeer,
                           sink: ReplySink?) -> Result<(RPCCall, RPCError?), Invalid> {
         // An id of the wrong type cannot be echoed; answer with null as the spec says.
         var id: JSONValue? = nil
-        if let raw = envelope.id {
-            switch raw {
-            case .string, .int, .double, .null: id = raw
+        if let given = rawID {
+            switch given {
+            case .string, .int, .double, .null: id = given
             default: return .failure(Invalid(error: .invalidRequest("'id' must be a string, a number or null"), id: .null))
             }
         }
         let echoID = id ?? .null
-        guard envelope.jsonrpc == .string("2.0") else {
+        guard jsonrpc == .string("2.0") else {
             return .failure(Invalid(error: .invalidRequest("'jsonrpc' must be \"2.0\""), id: echoID))
         }
-        guard case .string(let method)? = envelope.method else {
+        guard case .string(let method)? = methodValue else {
             return .failure(Invalid(error: .invalidRequest("'method' must be a string"), id: echoID))
         }
-        let raw = envelope.params
         switch raw {
         case nil, .array?, .object?: break
         default: return .failure(Invalid(error: .invalidRequest("'params' must be an array or an object"), id: echoID))
