@@ -37,6 +37,7 @@ final class BenchConnection {
                 for e in decoder.feed(bytes) {
                     switch e {
                     case .value(let v): onMessage(v)
+                    case .call(let c): onMessage(.object(c.object))  // not asked for: never comes
                     case .error(let error): onProblem("server wrote invalid JSON: \(error)", false)
                     case .tooLarge(let limit): onProblem("server message over \(limit) bytes", true)
                     }

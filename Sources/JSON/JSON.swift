@@ -42,7 +42,7 @@ public enum JSON {
         if case .failed(_, let message) = parser.complete() {
             return .failure(JSONParseError(offset: buffer.count, message: message))
         }
-        guard parser.completed.count == 1, let value = parser.completed.first?.value else {
+        guard parser.completed.count == 1, case .value(let value)? = parser.completed.first?.event else {
             // yajl reports both cases itself; this only guards the invariant.
             return .failure(JSONParseError(offset: buffer.count, message: "parse error: premature EOF"))
         }

@@ -8,6 +8,10 @@ import Darwin
 public enum JSONStreamEvent: Equatable, Sendable {
     /// One complete top-level value.
     case value(JSONValue)
+    /// A top-level object whose members are all a JSON-RPC call's envelope members,
+    /// each at most once, picked out without building the object (only with
+    /// `pickCallEnvelopes`; every other value stays a `.value`).
+    case call(JSONCallEnvelope)
     /// The input is not JSON. The decoder drops the value it was reading and skips the
     /// rest of the line, so the next line is read afresh (see `JSONStreamDecoder`).
     case error(JSONParseError)
@@ -64,7 +68,7 @@ public enum JSONStreamEvent: Equatable, Sendable {
 /// `Sendable`.
 public final class JSONStreamDecoder {
     private let maxValueBytes: Int
-    private let parser = YajlValueParser(allowMultipleValues: true)
+    private let parser: YajlValueParser
     /// Absolute stream offset of the next byte not yet handled. Bytes held back by
     /// `SurrogateEscapeRepair` (in `carry`) come after it.
     private var streamOffset = 0
@@ -89,9 +93,11 @@ public final class JSONStreamDecoder {
 
     /// Makes a decoder for one stream. `maxValueBytes` (at least 1) bounds the size of a
     /// single value and of the garbage skipped after an error; the default, 16 MiB, is the
-    /// server's default message limit.
-    public init(maxValueBytes: Int = 16 << 20) {
+    /// server's default message limit. With `pickCallEnvelopes`, a top-level object of
+    /// envelope members only comes as a `.call` (see `JSONCallEnvelope`).
+    public init(maxValueBytes: Int = 16 << 20, pickCallEnvelopes: Bool = false) {
         precondition(maxValueBytes > 0, "maxValueBytes must be positive")
+        parser = YajlValueParser(allowMultipleValues: true, pickCallEnvelopes: pickCallEnvelopes)
         // One less than Int.max keeps `maxValueBytes + 1` from overflowing.
         self.maxValueBytes = min(maxValueBytes, Int.max - 1)
     }
@@ -141,7 +147,7 @@ public final class JSONStreamDecoder {
         if case .inValue = state {
             let outcome = parser.complete()
             let completedAny = !parser.completed.isEmpty
-            for done in parser.completed { events.append(.value(done.value)) }
+            for done in parser.completed { events.append(done.event) }
             parser.completed.removeAll(keepingCapacity: true)
             if case .failed(_, let message) = outcome {
                 events.append(.error(JSONParseError(offset: streamOffset, message: message)))
@@ -214,7 +220,7 @@ public final class JSONStreamDecoder {
                 for (index, done) in parser.completed.enumerated() {
                     let valueEnd = p + done.end
                     if index == 0 && origin + valueEnd - start > maxValueBytes { return die(&events) }
-                    events.append(.value(done.value))
+                    events.append(done.event)
                     lastEnd = valueEnd
                 }
                 parser.completed.removeAll(keepingCapacity: true)

@@ -30,9 +30,23 @@ final class YajlValueParser {
     /// of that call's input yajl had consumed when the value ended (for a number, yajl
     /// has read the delimiter after it and put it back, so the end excludes it). The
     /// caller takes them out after every call.
-    var completed: [(value: JSONValue, end: Int)] = []
+    var completed: [(event: JSONStreamEvent, end: Int)] = []
 
     private let allowMultipleValues: Bool
+    /// Whether a top-level object of call envelope members only completes as a `.call`.
+    private let pickCallEnvelopes: Bool
+    /// While the top-level object's members have all been envelope members, each named
+    /// once, they go into `picked` instead of its frame. At the first other member (or a
+    /// second of the same name) they are moved into the frame in the order they came
+    /// (`unpick`), and the object is built as any other.
+    private var picking = false
+    private var picked = Picked()
+    /// The slots of `picked` filled (a bit each), the order they were filled in (2 bits
+    /// each, the first lowest) and how many; the slot the next member's value goes to.
+    private var pickedMask: UInt8 = 0
+    private var pickedOrder: UInt8 = 0
+    private var pickedCount = 0
+    private var pickSlot = 0
     private var handle: yajl_handle?
     private var stack: [Frame] = []
     /// Set by a callback that cancels the parse, with the consumed count at that point.
@@ -41,8 +55,9 @@ final class YajlValueParser {
     /// Makes a parser. With `allowMultipleValues` yajl reads whitespace-separated values
     /// one after another (the stream decoder); without it a second value is yajl's
     /// "trailing garbage" error (`JSON.decode`).
-    init(allowMultipleValues: Bool) {
+    init(allowMultipleValues: Bool, pickCallEnvelopes: Bool = false) {
         self.allowMultipleValues = allowMultipleValues
+        self.pickCallEnvelopes = pickCallEnvelopes
     }
 
     deinit {
@@ -71,6 +86,8 @@ final class YajlValueParser {
         handle = nil
         stack.removeAll()
         cancellation = nil
+        picking = false
+        picked = Picked()
     }
 
     private func outcome(of status: yajl_status, handle h: yajl_handle, consumed: Int) -> Outcome {
@@ -126,19 +143,48 @@ final class YajlValueParser {
     /// container is open. Always continues the parse.
     fileprivate func add(_ value: JSONValue) -> Int32 {
         if stack.isEmpty {
-            // `bytesConsumed` is the lexer's position, which yajl 2.1.0 advances token by
-            // token during the parse; read here it is the end of the value just finished.
-            // The split-at-every-byte and size-limit tests pin this behaviour.
-            completed.append((value, handle.map { Int(yajl_get_bytes_consumed($0)) } ?? 0))
+            return complete(.value(value))
+        } else if picking && stack.count == 1 {
+            picked[slot: pickSlot] = value
+            pickedMask |= 1 << pickSlot
+            pickedOrder |= UInt8(pickSlot) << (2 * pickedCount)
+            pickedCount += 1
         } else {
             stack[stack.count - 1].add(value)
         }
         return 1
     }
 
+    /// Records a top-level value as complete. Always continues the parse.
+    private func complete(_ event: JSONStreamEvent) -> Int32 {
+        // `bytesConsumed` is the lexer's position, which yajl 2.1.0 advances token by
+        // token during the parse; read here it is the end of the value just finished.
+        // The split-at-every-byte and size-limit tests pin this behaviour.
+        completed.append((event, handle.map { Int(yajl_get_bytes_consumed($0)) } ?? 0))
+        return 1
+    }
+
+    /// Moves the members picked so far into the top-level object's frame, in the order
+    /// they came, and builds that object as any other from here on.
+    private func unpick() {
+        picking = false
+        for i in 0..<pickedCount {
+            let slot = Int(pickedOrder >> (2 * i) & 3)
+            stack[0].key = JSONCallEnvelope.keys[slot]
+            stack[0].add(picked[slot: slot].unsafelyUnwrapped)
+        }
+        picked = Picked()
+    }
+
     fileprivate func open(object: Bool) -> Int32 {
         guard stack.count < Self.maxDepth else {
             return cancel("parse error: nesting deeper than \(Self.maxDepth) levels")
+        }
+        if stack.isEmpty {
+            picking = object && pickCallEnvelopes
+            pickedMask = 0
+            pickedOrder = 0
+            pickedCount = 0
         }
         stack.append(Frame(isObject: object))
         return 1
@@ -152,10 +198,24 @@ final class YajlValueParser {
 
     fileprivate func closeObject() -> Int32 {
         let frame = stack.removeLast()
+        if picking && stack.isEmpty {
+            picking = false
+            var members = Picked()
+            swap(&members, &picked)
+            return complete(.call(JSONCallEnvelope(jsonrpc: members.jsonrpc, id: members.id, method: members.method,
+                                                   params: members.params)))
+        }
         return add(.object(Self.object(from: frame.members)))
     }
 
     fileprivate func key(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
+        if picking && stack.count == 1 {
+            if let slot = Self.envelopeSlot(bytes, count), pickedMask & (1 << slot) == 0 {
+                pickSlot = slot
+                return 1
+            }
+            unpick()
+        }
         guard let key = Self.string(bytes, count) else { return cancelInvalidUTF8() }
         stack[stack.count - 1].key = key
         return 1
@@ -234,6 +294,49 @@ final class YajlValueParser {
         var packed: UInt64 = 0
         withUnsafeMutableBytes(of: &packed) { $0.baseAddress.unsafelyUnwrapped.copyMemory(from: bytes, byteCount: count) }
         return UInt64(littleEndian: packed) | UInt64(count) << 56
+    }
+
+    /// The slot of the envelope member these bytes name (`JSONCallEnvelope.keys`), if
+    /// they name one: told by length and first byte, then compared, all with constants.
+    private static func envelopeSlot(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int? {
+        guard let bytes, count >= 2 else { return nil }
+        let (slot, name): (Int, StaticString)
+        switch (count, bytes[0]) {
+        case (7, UInt8(ascii: "j")): (slot, name) = (0, "jsonrpc")
+        case (2, UInt8(ascii: "i")): (slot, name) = (1, "id")
+        case (6, UInt8(ascii: "m")): (slot, name) = (2, "method")
+        case (6, UInt8(ascii: "p")): (slot, name) = (3, "params")
+        default: return nil
+        }
+        for i in 1..<count where bytes[i] != name.utf8Start[i] { return nil }
+        return slot
+    }
+
+    /// The envelope members picked so far (`JSONCallEnvelope`'s, by slot).
+    private struct Picked {
+        var jsonrpc: JSONValue?
+        var id: JSONValue?
+        var method: JSONValue?
+        var params: JSONValue?
+
+        subscript(slot slot: Int) -> JSONValue? {
+            get {
+                switch slot {
+                case 0: return jsonrpc
+                case 1: return id
+                case 2: return method
+                default: return params
+                }
+            }
+            set {
+                switch slot {
+                case 0: jsonrpc = newValue
+                case 1: id = newValue
+                case 2: method = newValue
+                default: params = newValue
+                }
+            }
+        }
     }
 
     /// The common word these bytes spell, if they spell one (see `commonWords`).

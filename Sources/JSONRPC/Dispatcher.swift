@@ -50,6 +50,12 @@ public final class Dispatcher {
         }
     }
 
+    /// Handles a single call whose envelope the decoder picked out of its object
+    /// (`JSONStreamEvent.call`): the same as `dispatch` with that object.
+    public func dispatch(_ envelope: JSONCallEnvelope, from peer: RPCPeer) {
+        run(envelope, peer: peer, sink: nil)
+    }
+
     /// Answers a value the decoder could not parse.
     public func parseFailed(_ error: JSONParseError, peer: RPCPeer) {
         send(.parseError(error.message, offset: error.offset), id: .null, to: peer)
@@ -63,20 +69,41 @@ public final class Dispatcher {
 
     /// Runs one call; `sink` is its batch, nil for a single call.
     private func run(_ value: JSONValue, peer: RPCPeer, sink: ReplySink?) {
-        // The envelope's `method`, read once: a value without one may be a response.
-        let methodValue = value["method"]
-        if methodValue == nil, case .object(let o) = value, let response = Self.response(o) {
+        guard case .object(let o) = value else {
+            return refuse(Invalid(error: .invalidRequest("a request must be an object"), id: .null), peer: peer, sink: sink)
+        }
+        // The envelope's `method`, read once: an object without one may be a response
+        // (which an envelope picked by the decoder cannot be: it has neither `result`
+        // nor `error`).
+        let method = o["method"]
+        if method == nil, let response = Self.response(o) {
             deliverAnswer(nil, to: sink, peer: peer)
             onResponse?(peer, response.id, response.outcome)
             return
         }
+        run(jsonrpc: o["jsonrpc"], id: o["id"], method: method, params: o["params"], peer: peer, sink: sink)
+    }
+
+    /// Answers a request that is not a valid call.
+    private func refuse(_ invalid: Invalid, peer: RPCPeer, sink: ReplySink?) {
+        onError?(peer, invalid.error)
+        deliverAnswer(EncodedJSON(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id]), to: sink, peer: peer)
+    }
+
+    /// Runs one call from its envelope's members.
+    private func run(_ envelope: JSONCallEnvelope, peer: RPCPeer, sink: ReplySink?) {
+        run(jsonrpc: envelope.jsonrpc, id: envelope.id, method: envelope.method, params: envelope.params, peer: peer,
+            sink: sink)
+    }
+
+    /// Runs the call an envelope's members make, or answers why they make none.
+    private func run(jsonrpc: JSONValue?, id: JSONValue?, method: JSONValue?, params: JSONValue?, peer: RPCPeer,
+                     sink: ReplySink?) {
         let call: RPCCall
         let paramError: RPCError?
-        switch makeCall(value, methodValue: methodValue, peer: peer, sink: sink) {
+        switch makeCall(jsonrpc: jsonrpc, id: id, method: method, params: params, peer: peer, sink: sink) {
         case .failure(let invalid):
-            onError?(peer, invalid.error)
-            deliverAnswer(EncodedJSON(["jsonrpc": "2.0", "error": invalid.error.json, "id": invalid.id]), to: sink, peer: peer)
-            return
+            return refuse(invalid, peer: peer, sink: sink)
         case .success(let made):
             (call, paramError) = made
         }
@@ -110,29 +137,27 @@ public final class Dispatcher {
 
     /// Checks the request object's shape, and the parameters against the declaration. A
     /// well-formed request with bad parameters still makes a call (so a notification
-    /// stays silent); its parameter error comes back beside it. `methodValue` is the
-    /// value's `method` member, read already.
-    private func makeCall(_ value: JSONValue, methodValue: JSONValue?, peer: RPCPeer,
+    /// stays silent); its parameter error comes back beside it. The members are the
+    /// request object's, or a `JSONCallEnvelope`'s (nil when missing); its other
+    /// members are ignored.
+    private func makeCall(jsonrpc: JSONValue?, id rawID: JSONValue?, method methodValue: JSONValue?,
+                          params raw: JSONValue?, peer: RPCPeer,
                           sink: ReplySink?) -> Result<(RPCCall, RPCError?), Invalid> {
-        guard case .object(let o) = value else {
-            return .failure(Invalid(error: .invalidRequest("a request must be an object"), id: .null))
-        }
         // An id of the wrong type cannot be echoed; answer with null as the spec says.
         var id: JSONValue? = nil
-        if let raw = o["id"] {
-            switch raw {
-            case .string, .int, .double, .null: id = raw
+        if let given = rawID {
+            switch given {
+            case .string, .int, .double, .null: id = given
             default: return .failure(Invalid(error: .invalidRequest("'id' must be a string, a number or null"), id: .null))
             }
         }
         let echoID = id ?? .null
-        guard o["jsonrpc"] == .string("2.0") else {
+        guard jsonrpc == .string("2.0") else {
             return .failure(Invalid(error: .invalidRequest("'jsonrpc' must be \"2.0\""), id: echoID))
         }
         guard case .string(let method)? = methodValue else {
             return .failure(Invalid(error: .invalidRequest("'method' must be a string"), id: echoID))
         }
-        let raw = o["params"]
         switch raw {
         case nil, .array?, .object?: break
         default: return .failure(Invalid(error: .invalidRequest("'params' must be an array or an object"), id: echoID))

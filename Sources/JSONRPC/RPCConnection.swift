@@ -75,7 +75,7 @@ public final class RPCConnection: RPCPeer {
         self.stream = stream
         self.dispatcher = dispatcher
         self.limits = limits
-        self.decoder = JSONStreamDecoder(maxValueBytes: limits.maxMessageBytes)
+        self.decoder = JSONStreamDecoder(maxValueBytes: limits.maxMessageBytes, pickCallEnvelopes: true)
         var logger = logger
         logger[metadataKey: "conn"] = "\(id)"
         self.logger = logger
@@ -160,6 +160,8 @@ public final class RPCConnection: RPCPeer {
             switch event {
             case .value(let v):
                 dispatcher.dispatch(v, from: self)
+            case .call(let envelope):
+                dispatcher.dispatch(envelope, from: self)
             case .error(let e):
                 dispatcher.parseFailed(e, peer: self)
             case .tooLarge(let limit):

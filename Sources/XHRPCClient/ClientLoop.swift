@@ -165,6 +165,7 @@ final class ClientLoop: @unchecked Sendable {
         for event in events {
             switch event {
             case .value(let v): deliver(v)
+            case .call(let envelope): deliver(.object(envelope.object))  // not asked for: never comes
             case .error(let e): end("the server sent something that is not JSON: \(e)")
             case .tooLarge: end("the server sent a message too large to read")
             }

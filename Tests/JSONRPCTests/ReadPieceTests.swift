@@ -38,6 +38,7 @@ import Testing
         for event in decoder.feed(stream) + decoder.finish() {
             switch event {
             case .value(let v): out.append("ok \(v["id"]?.int64Value ?? -1)")
+            case .call(let c): out.append("ok \(c.id?.int64Value ?? -1)")
             case .error(let e): out.append("parse \(e.offset)")
             case .tooLarge: out.append("too large")
             }

@@ -40,6 +40,7 @@ func exchange(_ text: String) -> [JSONValue] {
     for event in decoder.feed(Array(text.utf8)) + decoder.finish() {
         switch event {
         case .value(let v): dispatcher.dispatch(v, from: peer)
+        case .call(let c): dispatcher.dispatch(c, from: peer)
         case .error(let e): dispatcher.parseFailed(e, peer: peer)
         case .tooLarge: Issue.record("unexpected tooLarge")
         }
