@@ -111,9 +111,15 @@ public struct JSONObjectWriter {
 
     /// The same text as `key(_:)` with the key's name, copied whole.
     private mutating func key(_ key: JSONKey) {
+        appendSkippingFirstComma(key.text)
+    }
+
+    /// Text written once that starts with the comma before a member (`JSONKey`,
+    /// `JSONConstantMembers`), without that comma for the object's first member.
+    private mutating func appendSkippingFirstComma(_ text: [UInt8]) {
         let skipComma = isEmpty ? 1 : 0
         isEmpty = false
-        key.text.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[skipComma...])) }
+        text.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[skipComma...])) }
     }
 
     // Members keyed by a `JSONKey`: the same text as the methods below that take the
@@ -121,9 +127,7 @@ public struct JSONObjectWriter {
 
     public mutating func add(_ members: JSONConstantMembers) {
         guard !members.text.isEmpty else { return }
-        let skipComma = isEmpty ? 1 : 0
-        isEmpty = false
-        members.text.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[skipComma...])) }
+        appendSkippingFirstComma(members.text)
     }
 
     public mutating func add(_ key: JSONKey, _ value: JSONValue) {
