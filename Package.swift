@@ -66,10 +66,14 @@ let package = Package(
         ], exclude: ["Operations/Dashboard"], swiftSettings: fuzzInstrumented, plugins: ["EmbedOpenRPC"]),
         .executableTarget(name: "embed-file", path: "Sources/embed-file"),
         .plugin(name: "EmbedOpenRPC", capability: .buildTool(), dependencies: ["embed-file"]),
+        // xhrpcd allocates with jemalloc (Debian's libjemalloc2), which serves the many
+        // small, short-lived allocations of a request in less CPU than glibc's malloc
+        // (Benchmarks/README.md, "Allocator"). Only the server: the benchmark's direct
+        // libcurl client, its peer, keeps glibc's.
         .executableTarget(name: "xhrpcd", dependencies: [
             "Service", "CShims", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], linkerSettings: [.linkedLibrary("jemalloc")]),
         // The client: a connection on a loop thread of its own (the same Stream and
         // TLSStream the server runs on), async/await on top.
         .target(name: "XHRPCClient", dependencies: ["EventLoop", "SecureStream", "JSON"]),
