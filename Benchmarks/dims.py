@@ -522,10 +522,15 @@ def _inflight_run(b, upstream_port, count, flags, label, hold):
         lag1 = lag_histogram(server.metrics_port)
         rss = proc_status_kib(server.pid, "VmRSS")
         stats = json.loads(http_get(upstream_port, "/stats")[1])
+        prober.samples = []
+        prober.recording.set()
         http_get(upstream_port, "/release")
         t1 = time.monotonic()
         collector.join(timeout=180)
         drain = time.monotonic() - t1
+        prober.recording.clear()
+        release_samples = list(prober.samples)
+        lag2 = lag_histogram(server.metrics_port)
         prober.stop()
         if collector.failure:
             raise BenchError(f"{label}: {collector.failure}")
@@ -537,7 +542,8 @@ def _inflight_run(b, upstream_port, count, flags, label, hold):
     lag_le, lag_n = histogram_p99(lag0, lag1)
     return {"idle": idle, "ramp": ramp, "ramp_samples": ramp_samples, "held": held, "rss": rss, "idle_rss": idle_rss,
             "hwm": hwm, "peak": stats["peak"], "ok": collector.ok, "errors": dict(collector.errors),
-            "drain": drain, "lag_le": lag_le, "lag_n": lag_n,
+            "drain": drain, "lag_le": lag_le, "lag_n": lag_n, "release_samples": release_samples,
+            "release_lag_le": histogram_p99(lag1, lag2)[0], "release_lag_max": histogram_bound(lag1, lag2, 1.0),
             "ramp_lag_le": ramp_le, "ramp_lag_n": ramp_n, "ramp_lag_max": ramp_max}
 
 
@@ -578,9 +584,11 @@ def dim_inflight(b):
     b.out(f"inflight probe idle   {latency_text(r['idle'])}")
     b.out(f"inflight probe ramp   {latency_text(r['ramp_samples'])}")
     b.out(f"inflight probe held   {latency_text(r['held'])}")
+    b.out(f"inflight probe release {latency_text(r['release_samples'])}")
     b.out(f"inflight event_loop_lag (/metrics) p99 while held {le_text(r['lag_le'])} ({r['lag_n']} samples); "
           f"during the ramp p99 {le_text(r['ramp_lag_le'])}, largest {le_text(r['ramp_lag_max'])} "
-          f"({r['ramp_lag_n']} samples)")
+          f"({r['ramp_lag_n']} samples); during the release p99 {le_text(r['release_lag_le'])}, "
+          f"largest {le_text(r['release_lag_max'])}")
     if r["held"] and r["idle"]:
         idle99 = percentile(r["idle"], 99)
         ramp = f", ramp/idle {percentile(r['ramp_samples'], 99) / idle99:.2f}" if r["ramp_samples"] else ""
@@ -588,6 +596,8 @@ def dim_inflight(b):
         b.figure("inflight.probe_p99_ms", percentile(r["held"], 99) * 1000, "lower")
     if r["ramp_samples"]:
         b.figure("inflight.ramp_probe_max_ms", max(r["ramp_samples"]) * 1000, "lower")
+    if r["release_samples"]:
+        b.figure("inflight.release_probe_max_ms", max(r["release_samples"]) * 1000, "lower")
     b.figure("inflight.rss_per_request_kib", per_req, "lower")
     if r["ok"] != count or r["errors"]:
         raise BenchError(f"inflight: {r['ok']} of {count} fetches answered 200, errors {r['errors']}")

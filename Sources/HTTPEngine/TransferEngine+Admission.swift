@@ -8,8 +8,8 @@ import CCurl
 /// opened 10,000 connections in one call while the loop served nothing else for seconds
 /// (`Benchmarks/README.md`, `inflight`). So at most `admissionsPerTurn` transfers join per
 /// turn; the rest wait in `pendingAdds`, in the order they were started, and the
-/// admission handle (a libuv prepare handle: it runs once per turn, before the loop
-/// polls) lets the next ones in. Every started transfer still runs, in order, and the
+/// turn handle (a libuv prepare handle: it runs once per turn, before the loop polls)
+/// lets the next ones in. Every started transfer still runs, in order, and the
 /// loop's other work (other connections' calls, data on running transfers) goes on
 /// between the slices. Transfers started while libcurl is on the stack wait in the same
 /// queue (see `TransferEngine`).
@@ -53,7 +53,7 @@ extension TransferEngine {
     func enqueue(_ t: Transfer) {
         t.state = .waitingToAdd
         pendingAdds.append(t)
-        if !admissionHandle.isActive { admissionHandle.start(admissionTurnEnded) }
+        watchTurn()
     }
 
     /// Adds waiting transfers while this turn has room. Called once libcurl returned and
@@ -77,18 +77,17 @@ extension TransferEngine {
     private func admitted(_ t: Transfer) {
         admittedThisTurn += 1
         if skipsConnectionSearch(t) { connectsThisTurn += 1 }
-        if !admissionHandle.isActive { admissionHandle.start(admissionTurnEnded) }
+        watchTurn()
     }
 
-    /// The admission handle's callback, once per turn while there is anything to count
-    /// or to admit: a new turn's allowance, then the next waiting transfers. It stops once
-    /// a turn admitted nothing and nothing waits.
-    func endAdmissionTurn() {
-        guard isOpen else { return }
+    /// At the end of a turn (`endTurn`): a new turn's allowance, then the next waiting
+    /// transfers. Returns whether admission still needs the turn handle: false once a
+    /// turn admitted nothing and nothing waits.
+    func endAdmissionTurn() -> Bool {
         let admittedBefore = admittedThisTurn
         admittedThisTurn = 0
         connectsThisTurn = 0
         admitWaiting()
-        if admittedBefore == 0, admittedThisTurn == 0, waitingToJoin == 0 { admissionHandle.stop() }
+        return admittedBefore != 0 || admittedThisTurn != 0 || waitingToJoin != 0
     }
 }

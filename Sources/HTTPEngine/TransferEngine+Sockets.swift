@@ -52,6 +52,9 @@ final class SocketWatch {
     var multiplexed = false
     /// The poll's callback, made once per descriptor and reused on every restart.
     let ready: (Int32, PollEvents) -> Void
+    /// The `CURL_CSELECT_*` flags of readiness held for a later turn; 0 when the socket
+    /// is not in the engine's `readyQueue` (`TransferEngine+Readiness.swift`).
+    var queuedFlags: Int32 = 0
 
     init(fd: curl_socket_t, openedByEngine: Bool, ready: @escaping (Int32, PollEvents) -> Void) {
         self.fd = fd
@@ -206,22 +209,29 @@ extension TransferEngine {
             var flags: Int32 = 0
             if events.contains(.readable) { flags |= Curl.selectIn }
             if events.contains(.writable) { flags |= Curl.selectOut }
-            socketAction(fd, flags)
+            passReadiness(w, flags)
             return
         }
         var flags = Curl.selectErr
         if w.events.contains(.readable) { flags |= Curl.selectIn }
         if w.events.contains(.writable) { flags |= Curl.selectOut }
         socketAction(fd, flags)
-        if watch(fd) === w, w.watching, !w.armed, let poll = w.poll {
-            do {
-                w.starts += 1
-                try poll.start(w.events, w.ready)
-                w.armed = true
-                w.armedEvents = w.events
-            } catch {
-                log.error("cannot watch socket \(fd) again: \(error)")
-            }
+        rearm(w)
+    }
+
+    /// Starts `w`'s poll again with the events libcurl last asked for, when libcurl still
+    /// wants the descriptor but the poll is stopped (libuv stopped it on an error, or the
+    /// readiness was held for a later turn): libcurl will not ask again for what it
+    /// believes is still being watched.
+    func rearm(_ w: SocketWatch) {
+        guard watch(w.fd) === w, w.watching, !w.armed, let poll = w.poll else { return }
+        do {
+            w.starts += 1
+            try poll.start(w.events, w.ready)
+            w.armed = true
+            w.armedEvents = w.events
+        } catch {
+            log.error("cannot watch socket \(w.fd) again: \(error)")
         }
     }
 

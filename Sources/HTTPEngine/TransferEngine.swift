@@ -15,8 +15,10 @@ import Logging
 ///   a connection), capped by `EngineOptions`. Cleaned up in `shutdown`.
 /// - One `Timer` for libcurl's timeout (`CURLMOPT_TIMERFUNCTION`), one for work
 ///   deferred to the next turn (`resume`, failed polls), and one for the transfers'
-///   own timeouts (`TransferEngine+Pause.swift`); one prepare handle that lets a bounded
-///   number of started transfers join the multi per turn (`TransferEngine+Admission.swift`).
+///   own timeouts (`TransferEngine+Pause.swift`); one prepare handle that ends each loop
+///   turn's allowances: how many started transfers join the multi
+///   (`TransferEngine+Admission.swift`) and how many ready sockets reach libcurl
+///   (`TransferEngine+Readiness.swift`).
 /// - One `Poll` per socket (see `TransferEngine+Sockets.swift`), restarted when
 ///   libcurl's interest changes, stopped lazily when libcurl stops watching, and closed
 ///   only when libcurl closes the socket.
@@ -44,7 +46,8 @@ public final class TransferEngine {
 
     /// libcurl's single timeout; armed and stopped by `CURLMOPT_TIMERFUNCTION`.
     let curlTimer: Timer
-    /// Fires on the next turn to run `pendingResumes` and `pendingSocketErrors`.
+    /// Fires on the next turn to run `pendingResumes` and `pendingSocketErrors`, and
+    /// keeps the loop from blocking while ready sockets wait (`readyQueue`).
     let deferredTimer: Timer
     /// Fires at the earliest deadline of the transfers in `timed`.
     let timeoutTimer: Timer
@@ -83,8 +86,15 @@ public final class TransferEngine {
     var admittedThisTurn = 0
     /// Of those, the ones that open a new connection (`connectsPerTurn`).
     var connectsThisTurn = 0
-    /// Runs once per loop turn while transfers join or wait (`endAdmissionTurn`).
-    let admissionHandle: Prepare
+    /// Runs once per loop turn, just before the loop polls, while a turn's allowance is
+    /// in use or anything waits for the next one (`endTurn`).
+    let turnHandle: Prepare
+    /// Ready sockets held for a later turn, from `readyQueueHead` on
+    /// (`TransferEngine+Readiness.swift`).
+    var readyQueue: [SocketWatch] = []
+    var readyQueueHead = 0
+    /// Readiness events passed to libcurl this loop turn.
+    var readyThisTurn = 0
     var pendingRemovals: [Transfer] = []
     var pendingResumes: [Transfer] = []
     var pendingSocketErrors: [curl_socket_t] = []
@@ -103,8 +113,8 @@ public final class TransferEngine {
     lazy var timeoutTimerFired: () -> Void = { [unowned self] in
         self.timeoutsDue()
     }
-    lazy var admissionTurnEnded: () -> Void = { [unowned self] in
-        self.endAdmissionTurn()
+    lazy var turnEnded: () -> Void = { [unowned self] in
+        self.endTurn()
     }
 
     /// Makes the multi handle and the three timers. Throws when libcurl or libuv cannot
@@ -129,7 +139,7 @@ public final class TransferEngine {
         curlTimer = t1
         deferredTimer = t2
         timeoutTimer = t3
-        admissionHandle = p
+        turnHandle = p
         handles.opened()
         handles.opened()
         handles.opened()
@@ -473,6 +483,8 @@ public final class TransferEngine {
         pendingResumes = []
         pendingSocketErrors = []
         pendingDenials = []
+        readyQueue = []
+        readyQueueHead = 0
         isOpen = false
         pool = []  // curl_easy_cleanup for each, before the multi goes
         // Closes the cached connections: libcurl reports each socket through the socket
@@ -483,7 +495,7 @@ public final class TransferEngine {
         curlTimer.close(handles.closedCallback)
         deferredTimer.close(handles.closedCallback)
         timeoutTimer.close(handles.closedCallback)
-        admissionHandle.close(handles.closedCallback)
+        turnHandle.close(handles.closedCallback)
         timed.removeAll()
         handles.whenAllClosed(completion)
     }

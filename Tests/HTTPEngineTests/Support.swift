@@ -45,6 +45,10 @@ final class Harness {
     func run(seconds: Double, until done: () -> Bool) -> Bool {
         guard let deadline = try? Timer(loop: loop) else { return false }
         var expired = false
+        // The loop's clock stands still while the loop does not run (starting the
+        // upstream, a test's own waiting): counted from it, a short deadline would be
+        // over before the first turn.
+        loop.updateTime()
         deadline.start(timeout: UInt64(seconds * 1000)) { expired = true }
         // One turn that does not wait first: `runOnce` runs due timers *before* it
         // blocks for I/O, so an event delivered from a timer (a transfer the egress
