@@ -37,6 +37,10 @@ CURLSHcode xh_share_setopt_lock_data(CURLSH *s, CURLSHoption o, curl_lock_data v
 
 int xh_yajl_config(yajl_handle h, yajl_option o, int v) { return yajl_config(h, o, v); }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 static const uint8_t json_escaped[256] = {
     [0x00 ... 0x1F] = 1, ['"'] = 1, ['\\'] = 1,
 };
@@ -47,6 +51,20 @@ size_t xh_json_unescaped_run(const uint8_t *bytes, size_t count) {
      * the word's "has a byte less than n" test is true for it. */
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     size_t i = 0;
+#if defined(__SSE2__)
+    /* Sixteen at a time first where SSE2 is there (every x86-64): a 1 KiB response body
+     * written into `fetch`'s result takes a quarter of the instructions it took eight at a
+     * time. A byte needs an escape when it equals '"' or '\\', or when it is at most 0x1F
+     * (unsigned: max(b, 0x1F) == 0x1F). The loops below find where in the block. */
+    const __m128i quote16 = _mm_set1_epi8('"'), backslash16 = _mm_set1_epi8('\\');
+    const __m128i control16 = _mm_set1_epi8(0x1F);
+    for (; i + 16 <= count; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(bytes + i));
+        __m128i found = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote16), _mm_cmpeq_epi8(v, backslash16)),
+                                     _mm_cmpeq_epi8(_mm_max_epu8(v, control16), control16));
+        if (_mm_movemask_epi8(found)) break;
+    }
+#endif
     for (; i + 8 <= count; i += 8) {
         uint64_t w;
         memcpy(&w, bytes + i, 8);

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CCurl
 import CShims
 
@@ -61,6 +64,20 @@ struct EasyHandle: Hashable {
         var p: UnsafeMutablePointer<CChar>? = nil
         guard xh_easy_getinfo_str(raw, i, &p) == CURLE_OK, let p else { return nil }
         return String(cString: p)
+    }
+
+    /// The same, given as `known` when libcurl's text is exactly its bytes: a string the
+    /// caller holds anyway (the URL it asked for, which libcurl nearly always reports as
+    /// the effective one) is shared rather than copied.
+    func info(string i: CURLINFO, reusing known: String) -> String? {
+        var p: UnsafeMutablePointer<CChar>? = nil
+        guard xh_easy_getinfo_str(raw, i, &p) == CURLE_OK, let p else { return nil }
+        var known = known
+        let same = known.withUTF8 { k in
+            guard let base = k.baseAddress, strlen(p) == k.count else { return false }
+            return memcmp(p, base, k.count) == 0
+        }
+        return same ? known : String(cString: p)
     }
 
     /// Reads a pointer info field (`CURLINFO_PRIVATE`).

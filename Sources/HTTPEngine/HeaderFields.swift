@@ -86,6 +86,19 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
         withUTF8(fields[i].value, body)
     }
 
+    /// Calls `body` with the bytes of field `i`'s name and value and returns true when
+    /// both are ASCII (nearly always), so that the bytes are their UTF-8 text; returns
+    /// false without calling it otherwise (`withNameUTF8` and `withValueUTF8` read those).
+    @inlinable public func withASCIIField(_ i: Int, _ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        bytes.withUnsafeBufferPointer { all in
+            let name = UnsafeBufferPointer(rebasing: all[fields[i].name])
+            let value = UnsafeBufferPointer(rebasing: all[fields[i].value])
+            guard isASCII(name), isASCII(value) else { return false }
+            body(name, value)
+            return true
+        }
+    }
+
     @inlinable func withUTF8<R>(_ range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         let ascii = bytes.withUnsafeBufferPointer { all in
             isASCII(UnsafeBufferPointer(rebasing: all[range])) ? body(UnsafeBufferPointer(rebasing: all[range])) : nil
@@ -184,25 +197,39 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
     public func groupedByName() -> Groups {
         var result = Groups(fieldCount: fields.count)
         var index: [String: Int]?
+        // Raw pointers and plain loops: this runs for every response a client sees, and
+        // the closures and bounds checks of `firstIndex` over arrays cost more than the
+        // comparisons themselves.
         bytes.withUnsafeBufferPointer { all in
-            for (i, field) in fields.enumerated() {
-                let name = UnsafeBufferPointer(rebasing: all[field.name])
-                if index == nil, result.groups.count > Self.indexedNameCount {
-                    index = Dictionary(uniqueKeysWithValues: result.groups.enumerated().map { (self.name(at: $1.first).lowercased(), $0) })
-                }
-                let asciiLength = isASCII(name) ? name.count : -1
-                let found = if let index { index[self.name(at: i).lowercased()] } else {
-                    result.groups.firstIndex { g in
-                        if g.asciiLength >= 0, asciiLength >= 0, g.asciiLength != asciiLength { return false }
-                        return HeaderName.equal(UnsafeBufferPointer(rebasing: all[fields[g.first].name]), name)
+            fields.withUnsafeBufferPointer { fields in
+                for i in 0..<fields.count {
+                    let name = UnsafeBufferPointer(rebasing: all[fields[i].name])
+                    if index == nil, result.groups.count > Self.indexedNameCount {
+                        index = Dictionary(uniqueKeysWithValues: result.groups.enumerated().map { (self.name(at: $1.first).lowercased(), $0) })
                     }
-                }
-                if let found {
-                    result.nextField[result.groups[found].last] = i
-                    result.groups[found].last = i
-                } else {
-                    index?[self.name(at: i).lowercased()] = result.groups.count
-                    result.groups.append(Groups.Group(first: i, last: i, asciiLength: asciiLength))
+                    let asciiLength = isASCII(name) ? name.count : -1
+                    var found: Int?
+                    if let index {
+                        found = index[self.name(at: i).lowercased()]
+                    } else {
+                        var g = 0
+                        while g < result.groups.count {
+                            let group = result.groups[g]
+                            if group.asciiLength < 0 || asciiLength < 0 || group.asciiLength == asciiLength,
+                               HeaderName.equal(UnsafeBufferPointer(rebasing: all[fields[group.first].name]), name) {
+                                found = g
+                                break
+                            }
+                            g += 1
+                        }
+                    }
+                    if let found {
+                        result.nextField[result.groups[found].last] = i
+                        result.groups[found].last = i
+                    } else {
+                        index?[self.name(at: i).lowercased()] = result.groups.count
+                        result.groups.append(Groups.Group(first: i, last: i, asciiLength: asciiLength))
+                    }
                 }
             }
         }

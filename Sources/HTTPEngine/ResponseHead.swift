@@ -52,7 +52,14 @@ public struct ResponseHead: Sendable {
             if nameLength == 17, headers.nameIs(i, "transfer-encoding") { hasTransferEncoding = true }
             guard nameLength == 14, headers.nameIs(i, "content-length") else { continue }
             let verdict: Framing? = headers.withBytes(i) { _, value in
-                for element in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                // The comma-separated elements, empty ones included, found in place (a
+                // `split` would build an array of them for every response).
+                var elementStart = 0
+                while elementStart <= value.count {
+                    var elementEnd = elementStart
+                    while elementEnd < value.count, value[elementEnd] != UInt8(ascii: ",") { elementEnd += 1 }
+                    let element = value[elementStart..<elementEnd]
+                    elementStart = elementEnd + 1
                     let digits = element.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
                     guard !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
                         return .invalid("Content-Length \"\(headers.value(at: i))\" is not a number")

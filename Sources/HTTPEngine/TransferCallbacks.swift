@@ -6,24 +6,30 @@ import CCurl
 /// in the multi, and the handle leaves the multi before that reference is dropped, so
 /// the pointer is valid whenever libcurl calls. Non-capturing, as C function pointers
 /// must be.
+///
+/// That same guarantee lets the hot three (write, header, progress — a dozen calls or
+/// more per request) borrow the transfer (`_withUnsafeGuaranteedRef`) instead of
+/// retaining and releasing it around every call.
 enum TransferCallbacks {
     static let write: curl_write_callback = { data, size, count, userp in
         guard let userp else { return 0 }
-        let t = Unmanaged<Transfer>.fromOpaque(userp).takeUnretainedValue()
-        return t.bodyArrived(UnsafeRawBufferPointer(start: data, count: size * count))
+        return Unmanaged<Transfer>.fromOpaque(userp)._withUnsafeGuaranteedRef {
+            $0.bodyArrived(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
     }
 
     static let header: curl_write_callback = { data, size, count, userp in
         guard let userp else { return 0 }
-        let t = Unmanaged<Transfer>.fromOpaque(userp).takeUnretainedValue()
-        return t.headerLineArrived(UnsafeRawBufferPointer(start: data, count: size * count))
+        return Unmanaged<Transfer>.fromOpaque(userp)._withUnsafeGuaranteedRef {
+            $0.headerLineArrived(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
     }
 
     static let progress: curl_xferinfo_callback = { userp, dlTotal, dlNow, ulTotal, ulNow in
         guard let userp else { return 1 }
-        let t = Unmanaged<Transfer>.fromOpaque(userp).takeUnretainedValue()
-        return t.progressArrived(TransferProgress(uploaded: Int64(ulNow), uploadTotal: Int64(ulTotal),
-                                                  downloaded: Int64(dlNow), downloadTotal: Int64(dlTotal)))
+        let p = TransferProgress(uploaded: Int64(ulNow), uploadTotal: Int64(ulTotal),
+                                 downloaded: Int64(dlNow), downloadTotal: Int64(dlTotal))
+        return Unmanaged<Transfer>.fromOpaque(userp)._withUnsafeGuaranteedRef { $0.progressArrived(p) }
     }
 
     static let read: curl_read_callback = { buffer, size, count, userp in

@@ -359,7 +359,7 @@ public final class TransferEngine {
     /// request from `completedWith` can reuse the handle and the connection.
     private func complete(_ t: Transfer, _ result: CURLcode) {
         guard t.state == .running, let slot = t.slot else { return }
-        let effectiveURL = slot.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.hop.url
+        let effectiveURL = slot.easy.info(string: CURLINFO_EFFECTIVE_URL, reusing: t.hop.url) ?? t.hop.url
         var failure: TransferFailure?
         if let why = t.framingError {
             failure = TransferFailure(CURLE_WEIRD_SERVER_REPLY, TransferFailure.invalidFramingPrefix + why)

@@ -204,6 +204,11 @@ public struct JSONObjectWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// The same with the value in one piece (a header field that came once).
+    public mutating func addString(utf8Key key: UnsafeBufferPointer<UInt8>, utf8Value value: UnsafeBufferPointer<UInt8>) {
+        addString(utf8Key: key) { append in append(value) }
+    }
+
     /// A string member whose text is the valid UTF-8 `value` (the caller's promise), as
     /// `add(_:string:)` would write the string of it, without making the string.
     public mutating func add(_ key: String, utf8String value: UnsafeBufferPointer<UInt8>) {

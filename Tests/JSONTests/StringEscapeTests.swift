@@ -39,7 +39,8 @@ struct StringEscapeTests {
 
     /// The encoder copies the runs between escapes whole: an escape is found at every
     /// offset, first and last included, next to non-ASCII text too, in strings shorter
-    /// and longer than the C scan's eight-byte words (`xh_json_unescaped_run`; "é" is two bytes).
+    /// and longer than the C scan's sixteen-byte blocks and eight-byte words
+    /// (`xh_json_unescaped_run`; "é" is two bytes).
     @Test func escapesAreFoundAtEveryOffset() {
         let escapes: [(Character, String)] = [("\"", #"\""#), ("\\", #"\\"#), ("\n", #"\n"#), ("\u{1F}", #"\u001F"#),
                                               ("\u{0}", #"\u0000"#)]

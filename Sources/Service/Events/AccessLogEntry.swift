@@ -22,9 +22,12 @@ struct AccessLogEntry: Equatable {
     /// nil for a socket, which is not a request.
     var outcome: String? {
         guard event == "request finished" else { return nil }
-        if status > 0 { return "\(min(max(status / 100, 1), 5))xx" }
+        if status > 0 { return Self.statusClasses[min(max(status / 100, 1), 5) - 1] }
         return failure ?? "io"
     }
+    /// The status classes `outcome` names, made once rather than interpolated for every
+    /// request.
+    private static let statusClasses = ["1xx", "2xx", "3xx", "4xx", "5xx"]
     /// The line's message: what finished.
     var event = "request finished"
 }

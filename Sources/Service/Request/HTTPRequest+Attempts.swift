@@ -304,6 +304,12 @@ extension HTTPRequest {
         let groups = headers.groupedByName()
         for g in 0..<groups.count {
             let first = groups.first(ofGroup: g)
+            // A name that came once, ASCII like its value (nearly every field): one member
+            // straight from its bytes.
+            if groups.next(after: first) == nil,
+               headers.withASCIIField(first, { name, value in object.addString(utf8Key: name, utf8Value: value) }) {
+                continue
+            }
             headers.withNameUTF8(first) { name in
                 object.addString(utf8Key: name) { append in
                     groups.forEachField(ofGroup: g) { field in

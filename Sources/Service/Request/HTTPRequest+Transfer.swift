@@ -9,9 +9,9 @@ import JSONRPC
 extension HTTPRequest {
     // MARK: Performing the machine's actions
 
-    func perform(_ actions: [RequestStateMachine.Action]) {
-        for action in actions {
-            switch action {
+    func perform(_ actions: RequestStateMachine.Actions) {
+        for i in 0..<actions.count {
+            switch actions[i] {
             case .notify(let s):
                 touch()
                 if s == .opened {

@@ -42,21 +42,52 @@ struct RequestStateMachine {
         let state: RequestState
     }
 
-    private mutating func move(to next: RequestState, _ actions: inout [Action]) {
+    /// The actions one event yields, in order: at most nine (`open` while in flight), kept
+    /// in place rather than in an array, which cost an allocation for every event of every
+    /// request (five for a plain exchange).
+    struct Actions: Equatable, ExpressibleByArrayLiteral {
+        static let capacity = 9
+        private var storage = InlineArray<9, Action>(repeating: .startTransfer)
+        private(set) var count = 0
+
+        init() {}
+
+        init(arrayLiteral actions: Action...) {
+            for action in actions { append(action) }
+        }
+
+        var isEmpty: Bool { count == 0 }
+
+        subscript(i: Int) -> Action {
+            precondition(i < count, "Action index out of range")
+            return storage[i]
+        }
+
+        mutating func append(_ action: Action) {
+            precondition(count < Self.capacity, "More actions than one event yields")
+            storage[count] = action
+            count += 1
+        }
+
+        static func + (a: Actions, b: Actions) -> Actions {
+            var all = a
+            for i in 0..<b.count { all.append(b[i]) }
+            return all
+        }
+
+        static func == (a: Actions, b: Actions) -> Bool {
+            a.count == b.count && (0..<a.count).allSatisfy { a[$0] == b[$0] }
+        }
+    }
+
+    private mutating func move(to next: RequestState, _ actions: inout Actions) {
         state = next
         actions.append(.notify(next))
     }
 
-    /// An empty list of actions with room for every action one event yields (at most
-    /// nine, `open` while in flight): one allocation per event, where an array literal
-    /// and its appends made up to three.
-    private static func list() -> [Action] {
-        var actions: [Action] = []
-        actions.reserveCapacity(9)
-        return actions
-    }
+    private static func list() -> Actions { Actions() }
 
-    mutating func open() -> [Action] {
+    mutating func open() -> Actions {
         var actions = Self.list()
         if state.isInFlight { appendAbortActions(&actions) }
         actions.append(.clearRequest)
@@ -71,7 +102,7 @@ struct RequestStateMachine {
         guard state == .opened else { throw Misuse(state: state) }
     }
 
-    mutating func send() throws(Misuse) -> [Action] {
+    mutating func send() throws(Misuse) -> Actions {
         try checkSend()
         var actions = Self.list()
         actions.append(.clearResponse)
@@ -82,7 +113,7 @@ struct RequestStateMachine {
 
     /// Another attempt of the same send begins (a retry): still SENT, reported again so
     /// that subscribers see each attempt. Nothing of the previous attempt was recorded.
-    mutating func retrying() -> [Action] {
+    mutating func retrying() -> Actions {
         guard state == .sent else { return [] }
         var actions = Self.list()
         move(to: .sent, &actions)
@@ -90,7 +121,7 @@ struct RequestStateMachine {
     }
 
     /// The final response's head arrived.
-    mutating func headReceived() -> [Action] {
+    mutating func headReceived() -> Actions {
         guard state == .sent else { return [] }
         var actions = Self.list()
         appendHeadReceived(&actions)
@@ -98,7 +129,7 @@ struct RequestStateMachine {
     }
 
     /// Body bytes arrived (the head was reported before them).
-    mutating func bodyReceived() -> [Action] {
+    mutating func bodyReceived() -> Actions {
         guard state == .headersReceived else { return [] }
         var actions = Self.list()
         move(to: .loading, &actions)
@@ -106,7 +137,7 @@ struct RequestStateMachine {
     }
 
     /// The transfer ended well. A head is always delivered before this.
-    mutating func completed() -> [Action] {
+    mutating func completed() -> Actions {
         guard state.isInFlight else { return [] }
         var actions = Self.list()
         if state == .sent { appendHeadReceived(&actions) }
@@ -117,7 +148,7 @@ struct RequestStateMachine {
     }
 
     /// The transfer ended without a (complete) response.
-    mutating func failed(_ text: String) -> [Action] {
+    mutating func failed(_ text: String) -> Actions {
         guard state.isInFlight else { return [] }
         var actions = Self.list()
         actions.append(.clearResponse)
@@ -128,14 +159,14 @@ struct RequestStateMachine {
     }
 
     /// The seed's abort: true only while a transfer is under way.
-    mutating func abort() -> (aborted: Bool, actions: [Action]) {
+    mutating func abort() -> (aborted: Bool, actions: Actions) {
         guard state.isInFlight else { return (false, []) }
         var actions = Self.list()
         appendAbortActions(&actions)
         return (true, actions)
     }
 
-    private mutating func appendAbortActions(_ actions: inout [Action]) {
+    private mutating func appendAbortActions(_ actions: inout Actions) {
         actions.append(.cancelTransfer)
         actions.append(.clearResponse)
         actions.append(.clearRequest)
@@ -145,7 +176,7 @@ struct RequestStateMachine {
     }
 
     /// The final head's actions (`headReceived`, and `completed` from SENT).
-    private mutating func appendHeadReceived(_ actions: inout [Action]) {
+    private mutating func appendHeadReceived(_ actions: inout Actions) {
         actions.append(.recordHead)
         move(to: .headersReceived, &actions)
     }
