@@ -64,13 +64,13 @@ extension TransferEngine {
         }
         if r.forbidConnectionReuse { try e.set(CURLOPT_FORBID_REUSE, 1) }
         try configureTLS(e, r)
+        // An empty no-proxy list turns off libcurl's reading of `no_proxy` and
+        // `NO_PROXY` from the environment (two `getenv` scans per transfer): a proxy the
+        // operator or the client chose is never skipped for a host that list names.
+        try e.set(CURLOPT_NOPROXY, "")
         if let proxy = r.proxy {
             try configureProxy(e, proxy)
         } else {
-            // An empty no-proxy list spares libcurl its reading of `no_proxy` and
-            // `NO_PROXY` from the environment on every transfer (two `getenv` scans):
-            // with the empty proxy below there is no proxy to skip, whatever they say.
-            try e.set(CURLOPT_NOPROXY, "")
             // An empty proxy turns off libcurl's reading of `http_proxy`, `https_proxy`
             // and `all_proxy` from the environment: where requests go is the operator's
             // choice through the flags (`--egress-proxy`) and the client's through

@@ -432,22 +432,35 @@ class Proxies(TLSProxyCase):
 
 class EnvironmentProxiesIgnored(TLSProxyCase):
     """libcurl on its own routes through http_proxy, https_proxy and all_proxy from the
-    environment; xhrpcd does not: only --egress-proxy and enableHttpProxy send requests
-    through a proxy."""
+    environment, and around a proxy for the hosts no_proxy names; xhrpcd does neither:
+    only --egress-proxy and enableHttpProxy decide whether a request goes through a
+    proxy."""
 
     FIXTURES = {"http": lambda: Fixture("upstream.py"), "proxy": lambda: Fixture("proxy.py")}
 
     @classmethod
     def server_env(cls):
         url = "http://127.0.0.1:%d" % cls.fx["proxy"].port
-        return {name: url for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
-                                       "all_proxy", "ALL_PROXY")}
+        env = {name: url for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
+                                      "all_proxy", "ALL_PROXY")}
+        env.update(no_proxy="*", NO_PROXY="*")
+        return env
 
     def test_requests_go_direct(self):
+        self.fx["proxy"].log()
         summary, body = self.fetch(self.fx["http"].url("/echo"))
         self.assertEqual(summary["status"], 200)
         self.assertNotIn("via", json.loads(body)["headers"])
         self.assertEqual(self.fx["proxy"].log(), [])
+
+    def test_no_proxy_does_not_skip_a_chosen_proxy(self):
+        proxy = self.fx["proxy"]
+        proxy.log()
+        summary, body = self.fetch(self.fx["http"].url("/echo"),
+                                   [("enableHttpProxy", {"host": "127.0.0.1", "port": proxy.port})])
+        self.assertEqual(summary["status"], 200)
+        self.assertEqual(json.loads(body)["headers"]["via"], "1.1 xhrpc-proxy")
+        self.assertEqual([e["method"] for e in proxy.log()], ["GET"])
 
 
 class ServerAuthentication(TLSProxyCase):
