@@ -132,19 +132,25 @@ struct LongTokenTests {
         }
     }
 
-    /// A long string over the limit is `.tooLarge` at the same feed as without holding,
-    /// and a long value exactly at the limit is fine.
+    /// A long string over the limit is `.tooLarge` at the same feed as without holding
+    /// (also when the limit falls inside it), and a long value exactly at the limit is fine.
     @Test(arguments: [1, 4096])
     func theLimitStrikesAtTheSameFeed(holdFrom: Int) {
         let limit = 12_000
-        let atLimit = utf8("[1] \"" + String(repeating: "y", count: limit - 2) + "\"\n")
-        let over = utf8("[1] \"" + String(repeating: "y", count: limit - 1) + "\"\n[2]\n")
-        for input in [atLimit, over] {
+        let fits = String(repeating: "y", count: limit - 2)
+        let cases: [(input: [UInt8], last: JSONStreamEvent)] = [
+            (utf8("[1] \"" + fits + "\"\n"), .value(.string(fits))),
+            (utf8("[1] \"" + fits + "y\"\n[2]\n"), .tooLarge(limit: limit)),
+            // Over the limit while the string is still open (and held back).
+            (utf8("[1] \"" + fits + fits + "\"\n[2]\n"), .tooLarge(limit: limit)),
+        ]
+        for (input, last) in cases {
             for chunks in Self.cuts(input, seed: 3) {
-                let decoder = JSONStreamDecoder(maxValueBytes: limit, pickCallEnvelopes: false, holdTokensFrom: holdFrom)
+                let decoder = JSONStreamDecoder(maxValueBytes: limit, pickCallEnvelopes: false,
+                                                holdTokensFrom: holdFrom)
                 let got = Self.feedEach(decoder, chunks)
-                #expect(Self.firstDifference(got, Self.reference(chunks, limit: limit)) == nil, "cut into \(chunks.count) pieces")
-                let last: JSONStreamEvent = input == over ? .tooLarge(limit: limit) : .value(.string(String(repeating: "y", count: limit - 2)))
+                let reference = Self.reference(chunks, limit: limit)
+                #expect(Self.firstDifference(got, reference) == nil, "cut into \(chunks.count) pieces")
                 #expect(got.joined().last == last)
             }
         }
