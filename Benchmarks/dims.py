@@ -849,12 +849,64 @@ def dim_python(b):
     b.figure("python.ratio", x / a, "higher")
 
 
+# ---- 6. one long string arriving over many reads ---------------------------------------
+
+def _long_string_call(path, n):
+    """One `server.info` call whose params hold one n-byte string, written in 64 KiB
+    pieces (so xhrpcd reads it in many); its reply (invalid params: the server parsed
+    the call) read and checked."""
+    msg = b'{"jsonrpc":"2.0","method":"server.info","id":1,"params":{"x":"' + b"a" * n + b'"}}\n'
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(path)
+        for i in range(0, len(msg), 65536):
+            s.sendall(msg[i:i + 65536])
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                raise BenchError("longtoken: xhrpcd closed the connection")
+            reply += chunk
+    r = json.loads(reply)
+    if r.get("id") != 1 or r.get("error", {}).get("code") != -32602:
+        raise BenchError(f"longtoken: unexpected reply {reply[:200]!r}")
+
+
+def dim_longtoken(b):
+    big, small = 15_000_000, 1_000_000
+    server = b.start_xhrpcd("longtoken")
+    try:
+        prober = Prober(server.sock)
+        prober.start()
+        idle = prober.window(1.0)
+        c0 = cpu_seconds(server.pid)
+        for _ in range(big // small):
+            _long_string_call(server.sock, small)
+        c1 = cpu_seconds(server.pid)
+        prober.samples = []
+        prober.recording.set()
+        _long_string_call(server.sock, big)
+        prober.recording.clear()
+        c2 = cpu_seconds(server.pid)
+        during = list(prober.samples)
+        prober.stop()
+    finally:
+        b.stop_xhrpcd(server)
+    one, many = c2 - c1, c1 - c0
+    ratio = one / max(many, 0.01)  # /proc counts CPU in 10 ms ticks
+    b.out(f"longtoken xhrpcd cpu {one:.2f} s for one 15 MB string, {many:.2f} s for 15 of 1 MB, ratio {ratio:.1f} "
+          f"(64 KiB writes; about 1 when linear)")
+    b.out(f"longtoken server.info probe idle {latency_text(idle)}; while the 15 MB string arrived {latency_text(during)}")
+    b.figure("longtoken.ratio", ratio, "lower")
+
+
 DIMENSIONS = {
     "bigbody": dim_bigbody,
     "inflight": dim_inflight,
     "nonreader": dim_nonreader,
     "startup": dim_startup,
     "python": dim_python,
+    "longtoken": dim_longtoken,
 }
 
 

@@ -2,7 +2,7 @@
 """Runs the xhrpc benchmarks: a local nginx serving 1 KiB (and 256 MiB), xhrpcd on a
 temporary Unix socket, and the dimensions: `throughput` (`xhrpc-bench all`, whose
 output is streamed as it comes), then those of dims.py (bigbody, inflight, nonreader,
-startup, python). `--only NAME` picks dimensions; `--check` compares the figures with
+startup, python, longtoken). `--only NAME` picks dimensions; `--check` compares the figures with
 those recorded in Benchmarks/README.md and flags any more than 20% worse (printing,
 never failing).
 

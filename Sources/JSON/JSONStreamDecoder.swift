@@ -59,6 +59,14 @@ public enum JSONStreamEvent: Equatable, Sendable {
 /// With the default limit and socket-sized reads every feed is a single `yajl_parse` call;
 /// only many small values under a tiny limit take many slices, each still one call.
 ///
+/// **Long tokens.** A string or number that runs on over many feeds is not shown to yajl
+/// feed by feed: yajl would lex it again from its start every time (quadratic CPU). Once
+/// yajl has `holdTokensFrom` bytes of the open token, its new bytes wait in `held` until
+/// it ends, or until they are twice as many as yajl has, or the stream ends
+/// (`OpenTokenTracker` says why and how). Held bytes count toward the size limit like any
+/// other: bytes that would put the value over it are fed at once, so `.tooLarge` comes at
+/// the same feed, and yajl's copy and `held` together stay within the limit.
+///
 /// **Text.** Strings are checked as UTF-8 (ill-formed bytes are a parse error), and a
 /// `\u` escape of a surrogate that is not part of a pair decodes to U+FFFD (see
 /// `SurrogateEscapeRepair` for why yajl needs help there). Nesting deeper than 512 levels
@@ -74,6 +82,16 @@ public final class JSONStreamDecoder {
     private var streamOffset = 0
     private var carry: [UInt8] = []
     private var state = State.betweenValues
+    /// The bytes of a long open token not shown to yajl yet (see "Long tokens" above);
+    /// they come right after `streamOffset`, before `carry`.
+    private var held: [UInt8] = []
+    /// Where the tokens of a value open at the end of a feed stand.
+    private var tokens = OpenTokenTracker()
+    /// How many bytes of an open token yajl must have before its next bytes are held.
+    private let holdTokensFrom: Int
+    /// The bytes yajl has lexed: those handed to it, plus each time the open token it
+    /// kept from the call before, which it lexes again. For tests of the holding back.
+    private(set) var bytesLexed = 0
 
     /// Where the decoder is in the stream.
     private enum State {
@@ -95,16 +113,23 @@ public final class JSONStreamDecoder {
     /// single value and of the garbage skipped after an error; the default, 16 MiB, is the
     /// server's default message limit. With `pickCallEnvelopes`, a top-level object of
     /// envelope members only comes as a `.call` (see `JSONCallEnvelope`).
-    public init(maxValueBytes: Int = 16 << 20, pickCallEnvelopes: Bool = false) {
+    public convenience init(maxValueBytes: Int = 16 << 20, pickCallEnvelopes: Bool = false) {
+        self.init(maxValueBytes: maxValueBytes, pickCallEnvelopes: pickCallEnvelopes, holdTokensFrom: 4096)
+    }
+
+    /// Tests hold tokens back from a smaller length, to cut short messages every way.
+    init(maxValueBytes: Int, pickCallEnvelopes: Bool, holdTokensFrom: Int) {
         precondition(maxValueBytes > 0, "maxValueBytes must be positive")
+        self.holdTokensFrom = holdTokensFrom
         parser = YajlValueParser(allowMultipleValues: true, pickCallEnvelopes: pickCallEnvelopes)
         // One less than Int.max keeps `maxValueBytes + 1` from overflowing.
         self.maxValueBytes = min(maxValueBytes, Int.max - 1)
     }
 
     /// Reads the next bytes of the stream and returns what they completed, in order.
-    /// The bytes are not kept after the call returns (except for at most 11 bytes of a
-    /// `\u` escape cut by the end of the chunk). A dead decoder returns nothing.
+    /// The bytes are not kept after the call returns, except for at most 11 bytes of a
+    /// `\u` escape cut by the end of the chunk and those of a long open token (held back,
+    /// fewer than twice as many as yajl has of it). A dead decoder returns nothing.
     public func feed(_ bytes: UnsafeRawBufferPointer) -> [JSONStreamEvent] {
         var events: [JSONStreamEvent] = []
         if case .dead = state { return events }
@@ -132,6 +157,11 @@ public final class JSONStreamDecoder {
     public func finish() -> [JSONStreamEvent] {
         var events: [JSONStreamEvent] = []
         if case .dead = state { return events }
+        if !held.isEmpty {
+            let rest = held
+            held = []
+            rest.withUnsafeBytes { process($0, &events) }
+        }
         if !carry.isEmpty {
             let tail = carry
             carry = []
@@ -162,6 +192,7 @@ public final class JSONStreamDecoder {
         parser.reset()
         streamOffset = 0
         state = .betweenValues
+        tokens.restart()
         return events
     }
 
@@ -170,11 +201,59 @@ public final class JSONStreamDecoder {
         let repair = SurrogateEscapeRepair.repair(bytes, final: false)
         let usable = bytes.count - repair.heldBack
         if let repaired = repair.repaired {
-            repaired.withUnsafeBytes { process(UnsafeRawBufferPointer(rebasing: $0[..<usable]), &events) }
+            repaired.withUnsafeBytes { feedTokens(UnsafeRawBufferPointer(rebasing: $0[..<usable]), &events) }
         } else {
-            process(UnsafeRawBufferPointer(rebasing: bytes[..<usable]), &events)
+            feedTokens(UnsafeRawBufferPointer(rebasing: bytes[..<usable]), &events)
         }
         if repair.heldBack > 0, !isDead { carry = Array(bytes[usable...]) }
+    }
+
+    /// Shows yajl `bytes` (which come right after `held`), unless they continue a long open
+    /// token: then they are held back until that token ends or has tripled. Afterwards
+    /// the tracker stands at the end of what yajl has, when a value is open there.
+    private func feedTokens(_ bytes: UnsafeRawBufferPointer, _ events: inout [JSONStreamEvent]) {
+        // How much of the token open at the end of the last feed yajl keeps (and will lex
+        // again); the tracker stands there whenever a value was open.
+        var kept = 0
+        if case .inValue = state, tokens.inToken { kept = streamOffset - tokens.tokenStart }
+        var resume = 0  // where the tracker goes on after yajl has had the bytes
+        if kept >= holdTokensFrom, case .inValue(let start) = state {
+            if let end = tokens.tokenEnd(in: bytes, from: 0) {
+                resume = end
+            } else {
+                resume = bytes.count
+                let pending = held.count + bytes.count
+                // yajl's copy at least triples with each feed (`OpenTokenTracker`).
+                if pending < 2 * kept && streamOffset + pending - start <= maxValueBytes {
+                    held.append(contentsOf: bytes)
+                    return
+                }
+            }
+        }
+        if held.isEmpty {
+            processTracking(bytes, kept: kept, resume: resume, &events)
+        } else {
+            held.append(contentsOf: bytes)
+            let all = held
+            held = []
+            all.withUnsafeBytes { processTracking($0, kept: kept, resume: all.count - bytes.count + resume, &events) }
+        }
+    }
+
+    /// `process`, then the tracker follows a value left open from `resume` (it stands
+    /// there already) or from the value's first byte, when that is in `buffer`.
+    private func processTracking(_ buffer: UnsafeRawBufferPointer, kept: Int, resume: Int,
+                                 _ events: inout [JSONStreamEvent]) {
+        let origin = streamOffset
+        bytesLexed += kept + buffer.count
+        process(buffer, &events)
+        guard case .inValue(let start) = state else { return }
+        if start >= origin {
+            tokens.restart()
+            tokens.scan(buffer, from: start - origin, origin: origin)
+        } else {
+            tokens.scan(buffer, from: resume, origin: origin)
+        }
     }
 
     private var isDead: Bool {
@@ -258,6 +337,7 @@ public final class JSONStreamDecoder {
         state = .dead
         parser.reset()
         carry = []
+        held = []
     }
 
     /// The first byte at or after `from` (before `to`) that yajl does not treat as
