@@ -29,8 +29,8 @@ protocol ObjectEnvironment: AnyObject {
     func cookiesMayHaveChanged(for principal: Principal)
     /// An object ended a transfer or emptied its buffer: a graceful stop may be over.
     func objectMayHaveSettled()
-    /// An object finished its work (a request reached DONE): one line of the access log.
-    /// The entry is made only when the log takes it (a URL's redaction is not free).
+    /// An object finished its work (a request reached DONE): one line of the access log,
+    /// and the requests metric (which needs the entry's outcome and byte counts).
     func finished(_ entry: @autoclosure () -> AccessLogEntry)
     /// Questions to clients (an interceptor's), answered later or not at all.
     var questions: ServerQuestions { get }
