@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import EventLoop
 import JSON
 
@@ -16,6 +19,9 @@ final class BenchConnection {
     var output: [UInt8] = []
     /// Units (requests or calls) started on this connection and not finished.
     var inFlight = 0
+    /// The ids of calls sent and not answered yet, oldest first, for a workload that
+    /// matches replies to calls by order (`InfoWorkload`).
+    var sentIDs = IDQueue()
     /// Whether the connection was closed (by us, or because the server closed it).
     private(set) var isClosed = false
 
@@ -25,21 +31,43 @@ final class BenchConnection {
         output.reserveCapacity(64 * 1024)
     }
 
-    /// Starts reading. `onMessage` gets each complete JSON value the server wrote;
-    /// `onProblem` gets undecodable input or the end of the stream (with a description);
-    /// `afterRead` runs once after every read, when its messages have been handled.
-    func start(onMessage: @escaping (JSONValue) -> Void, onProblem: @escaping (String, Bool) -> Void,
-               afterRead: @escaping () -> Void) throws {
+    /// How a workload judges what the server writes.
+    enum Replies {
+        /// Each JSON value, decoded.
+        case value((JSONValue, BenchConnection) -> UnitOutcome)
+        /// Each line (without its newline) as bytes, not decoded: for replies whose text is
+        /// known but for a few values, where decoding would cost the client more than the
+        /// server spends answering (`InfoWorkload`). The server ends every message with a
+        /// newline and escapes the ones inside strings.
+        case line((UnsafeRawBufferPointer, BenchConnection) -> UnitOutcome)
+    }
+
+    /// The longest line `Replies.line` waits for before it gives up on the connection.
+    static let maxLine = 1 << 20
+
+    /// Starts reading. `onOutcome` gets what `replies` made of each message the server
+    /// wrote; `onProblem` gets undecodable input or the end of the stream (with a
+    /// description); `afterRead` runs once after every read, when its messages have been
+    /// handled.
+    func start(replies: Replies, onOutcome: @escaping (UnitOutcome) -> Void,
+               onProblem: @escaping (String, Bool) -> Void, afterRead: @escaping () -> Void) throws {
         stream.onWriteError = { error in onProblem("write failed: \(error)", true) }
-        try stream.startReading { [decoder] event in
+        try stream.startReading { [decoder, unowned self] event in
             switch event {
             case .data(let bytes):
-                for e in decoder.feed(bytes) {
-                    switch e {
-                    case .value(let v): onMessage(v)
-                    case .call(let c): onMessage(.object(c.object))  // not asked for: never comes
-                    case .error(let error): onProblem("server wrote invalid JSON: \(error)", false)
-                    case .tooLarge(let limit): onProblem("server message over \(limit) bytes", true)
+                switch replies {
+                case .value(let judge):
+                    for e in decoder.feed(bytes) {
+                        switch e {
+                        case .value(let v): onOutcome(judge(v, self))
+                        case .call(let c): onOutcome(judge(.object(c.object), self))  // not asked for: never comes
+                        case .error(let error): onProblem("server wrote invalid JSON: \(error)", false)
+                        case .tooLarge(let limit): onProblem("server message over \(limit) bytes", true)
+                        }
+                    }
+                case .line(let judge):
+                    if !splitLines(bytes, { onOutcome(judge($0, self)) }) {
+                        onProblem("server line over \(BenchConnection.maxLine) bytes", true)
                     }
                 }
                 afterRead()
@@ -49,6 +77,30 @@ final class BenchConnection {
                 onProblem("read failed: \(error)", true)
             }
         }
+    }
+
+    /// The start of a line the last read ended in (`Replies.line`).
+    private var partialLine: [UInt8] = []
+
+    /// Hands each complete line of `bytes` (after what the last read left) to `line`,
+    /// keeping an unfinished last one. False when a line passes `maxLine`.
+    private func splitLines(_ bytes: UnsafeRawBufferPointer, _ line: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var start = 0
+        while start < bytes.count, let nl = memchr(base + start, 0x0A, bytes.count - start) {
+            let end = base.distance(to: UnsafeRawPointer(nl))
+            let piece = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+            if partialLine.isEmpty {
+                line(piece)
+            } else {
+                partialLine.append(contentsOf: piece)
+                partialLine.withUnsafeBytes { line($0) }
+                partialLine.removeAll(keepingCapacity: true)
+            }
+            start = end + 1
+        }
+        partialLine.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+        return partialLine.count <= BenchConnection.maxLine
     }
 
     /// Writes what was queued since the last flush.
@@ -101,5 +153,24 @@ enum CallText {
         var out: [UInt8] = []
         JSON.encode(.string(s), into: &out)
         return out
+    }
+}
+
+/// A first-in, first-out queue of call ids (an array and the index of its head).
+struct IDQueue {
+    private var ids: [Int] = []
+    private var head = 0
+
+    mutating func append(_ id: Int) { ids.append(id) }
+
+    mutating func popFirst() -> Int? {
+        guard head < ids.count else { return nil }
+        let id = ids[head]
+        head += 1
+        if head == ids.count {
+            ids.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return id
     }
 }

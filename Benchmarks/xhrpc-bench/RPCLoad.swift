@@ -18,8 +18,9 @@ protocol RPCWorkload: AnyObject {
     var mode: String { get }
     /// Appends the first call (or batch) of a new unit to `connection.output`.
     func startUnit(on connection: BenchConnection)
-    /// Judges one message the server wrote on `connection`.
-    func handle(_ message: JSONValue, on connection: BenchConnection) -> UnitOutcome
+    /// Judges one message the server wrote on `connection`: decoded (`.value`), or as the
+    /// bytes of its line (`.line`, see `BenchConnection.Replies`).
+    var replies: BenchConnection.Replies { get }
 }
 
 /// Drives a workload over `connections` Unix-socket connections to xhrpcd with
@@ -123,7 +124,7 @@ final class RPCLoad {
         connections.append(c)
         do {
             try c.start(
-                onMessage: { [unowned self, unowned c] message in received(message, on: c) },
+                replies: workload.replies, onOutcome: { [unowned self, unowned c] outcome in received(outcome, on: c) },
                 onProblem: { [unowned self, unowned c] problem, fatal in trouble(problem, fatal: fatal, on: c) },
                 afterRead: { [unowned c] in c.flush() })
         } catch {
@@ -174,9 +175,9 @@ final class RPCLoad {
         inFlight += 1
     }
 
-    private func received(_ message: JSONValue, on c: BenchConnection) {
+    private func received(_ outcome: UnitOutcome, on c: BenchConnection) {
         guard phase != .finished else { return }
-        switch workload.handle(message, on: c) {
+        switch outcome {
         case .inProgress:
             return
         case .succeeded:
