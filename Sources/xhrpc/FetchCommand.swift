@@ -65,7 +65,7 @@ struct FetchCommand: AsyncParsableCommand {
         }
         let client = try await connection.connect()
         defer { client.close() }
-        let status = try await exitingOnErrors {
+        _ = try await exitingOnErrors {
             try await transfer(client, method: method ?? (body == nil ? "GET" : "POST"), headers: requestHeaders, body: body)
         }
     }
