@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import EventLoop
 import JSON
 
@@ -66,7 +63,8 @@ final class BenchConnection {
                         }
                     }
                 case .line(let judge):
-                    if !splitLines(bytes, { onOutcome(judge($0, self)) }) {
+                    lines.split(bytes) { onOutcome(judge($0, self)) }
+                    if lines.partial.count > BenchConnection.maxLine {
                         onProblem("server line over \(BenchConnection.maxLine) bytes", true)
                     }
                 }
@@ -79,29 +77,8 @@ final class BenchConnection {
         }
     }
 
-    /// The start of a line the last read ended in (`Replies.line`).
-    private var partialLine: [UInt8] = []
-
-    /// Hands each complete line of `bytes` (after what the last read left) to `line`,
-    /// keeping an unfinished last one. False when a line passes `maxLine`.
-    private func splitLines(_ bytes: UnsafeRawBufferPointer, _ line: (UnsafeRawBufferPointer) -> Void) -> Bool {
-        guard let base = bytes.baseAddress else { return true }
-        var start = 0
-        while start < bytes.count, let nl = memchr(base + start, 0x0A, bytes.count - start) {
-            let end = base.distance(to: UnsafeRawPointer(nl))
-            let piece = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-            if partialLine.isEmpty {
-                line(piece)
-            } else {
-                partialLine.append(contentsOf: piece)
-                partialLine.withUnsafeBytes { line($0) }
-                partialLine.removeAll(keepingCapacity: true)
-            }
-            start = end + 1
-        }
-        partialLine.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
-        return partialLine.count <= BenchConnection.maxLine
-    }
+    /// The replies, one per line (`Replies.line`).
+    private var lines = LineSplitter()
 
     /// Writes what was queued since the last flush.
     func flush() {

@@ -87,8 +87,9 @@ public final class WebSocketStream: ByteStream {
     private var writeFailure: UVError?
     /// Written before the upgrade finished.
     private var early: [UInt8] = []
-    /// The start of a message whose newline has not been written yet.
-    private var partialLine: [UInt8] = []
+    /// Messages, one per line; keeps the start of one whose newline has not been
+    /// written yet.
+    private var lines = LineSplitter()
     private var drainOwed = false
     /// True while wslay is on the stack: nothing may call into it again then.
     private var insideWslay = false
@@ -389,21 +390,15 @@ public final class WebSocketStream: ByteStream {
 
     private func frameLines(_ bytes: UnsafeRawBufferPointer) {
         guard let context else { return }
-        var start = 0
-        for i in 0..<bytes.count where bytes[i] == UInt8(ascii: "\n") {
-            partialLine.append(contentsOf: bytes[start..<i])
-            start = i + 1
-            if !partialLine.isEmpty {
-                // Refused once a close frame was queued: what follows is dropped.
-                _ = partialLine.withUnsafeBufferPointer { line in
-                    var message = wslay_event_msg(opcode: UInt8(WSLAY_TEXT_FRAME.rawValue), msg: line.baseAddress,
-                                                  msg_length: line.count)
-                    return wslay_event_queue_msg(context, &message)
-                }
-            }
-            partialLine.removeAll(keepingCapacity: true)
+        lines.split(bytes) { line in
+            guard !line.isEmpty else { return }
+            // wslay copies the message. Refused once a close frame was queued: what
+            // follows is dropped.
+            var message = wslay_event_msg(opcode: UInt8(WSLAY_TEXT_FRAME.rawValue),
+                                          msg: line.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                          msg_length: line.count)
+            _ = wslay_event_queue_msg(context, &message)
         }
-        partialLine.append(contentsOf: bytes[start...])
         sendQueued()
     }
 
@@ -420,7 +415,7 @@ public final class WebSocketStream: ByteStream {
     public var pendingWriteBytes: Int {
         guard !isClosed, writeFailure == nil else { return 0 }
         let queued = context.map { wslay_event_get_queued_msg_length($0) } ?? 0
-        return early.count + partialLine.count + queued + transport.pendingWriteBytes
+        return early.count + lines.partial.count + queued + transport.pendingWriteBytes
     }
 
     private func checkDrained() {
@@ -433,7 +428,7 @@ public final class WebSocketStream: ByteStream {
         guard writeFailure == nil, !isClosed else { return }
         writeFailure = error
         early = []
-        partialLine = []
+        lines.reset()
         onWriteError?(error)
     }
 
@@ -480,7 +475,7 @@ public final class WebSocketStream: ByteStream {
         onDrain = nil
         onWriteError = nil
         early = []
-        partialLine = []
+        lines.reset()
     }
 
     private func closeNow(_ completion: (() -> Void)?) {
