@@ -74,18 +74,4 @@ extension TransferEngine {
         if readyThisTurn != 0 || readyQueueHead < readyQueue.count { armDeferred() }
         return passedBefore != 0 || readyThisTurn != 0 || readyQueueHead < readyQueue.count
     }
-
-    /// Has `endTurn` called at the end of this loop turn.
-    func watchTurn() {
-        if !turnHandle.isActive { turnHandle.start(turnEnded) }
-    }
-
-    /// The turn handle's callback: renews both allowances and lets waiting transfers and
-    /// sockets go on. It stops once a turn used neither and nothing waits.
-    func endTurn() {
-        guard isOpen else { return }
-        let admitting = endAdmissionTurn()
-        let passing = endReadyTurn()
-        if !admitting, !passing { turnHandle.stop() }
-    }
 }

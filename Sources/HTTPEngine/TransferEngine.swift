@@ -405,6 +405,24 @@ public final class TransferEngine {
         return w
     }
 
+    // MARK: - Loop turns
+
+    /// Has `endTurn` called at the end of this loop turn.
+    func watchTurn() {
+        if !turnHandle.isActive { turnHandle.start(turnEnded) }
+    }
+
+    /// The turn handle's callback: renews both per-turn allowances — transfers joining
+    /// (`TransferEngine+Admission.swift`), ready sockets passed to libcurl
+    /// (`TransferEngine+Readiness.swift`) — and lets the waiting ones go on. It stops once
+    /// a turn used neither and nothing waits.
+    func endTurn() {
+        guard isOpen else { return }
+        let admitting = endAdmissionTurn()
+        let passing = endReadyTurn()
+        if !admitting, !passing { turnHandle.stop() }
+    }
+
     // MARK: - Deferred work
 
     /// Queues an unpause for the next turn (see `Transfer.resume`): the delegate made

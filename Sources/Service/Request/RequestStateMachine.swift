@@ -85,10 +85,8 @@ struct RequestStateMachine {
         actions.append(.notify(next))
     }
 
-    private static func list() -> Actions { Actions() }
-
     mutating func open() -> Actions {
-        var actions = Self.list()
+        var actions = Actions()
         if state.isInFlight { appendAbortActions(&actions) }
         actions.append(.clearRequest)
         actions.append(.clearResponse)
@@ -104,7 +102,7 @@ struct RequestStateMachine {
 
     mutating func send() throws(Misuse) -> Actions {
         try checkSend()
-        var actions = Self.list()
+        var actions = Actions()
         actions.append(.clearResponse)
         move(to: .sent, &actions)
         actions.append(.startTransfer)
@@ -115,7 +113,7 @@ struct RequestStateMachine {
     /// that subscribers see each attempt. Nothing of the previous attempt was recorded.
     mutating func retrying() -> Actions {
         guard state == .sent else { return [] }
-        var actions = Self.list()
+        var actions = Actions()
         move(to: .sent, &actions)
         return actions
     }
@@ -123,7 +121,7 @@ struct RequestStateMachine {
     /// The final response's head arrived.
     mutating func headReceived() -> Actions {
         guard state == .sent else { return [] }
-        var actions = Self.list()
+        var actions = Actions()
         appendHeadReceived(&actions)
         return actions
     }
@@ -131,7 +129,7 @@ struct RequestStateMachine {
     /// Body bytes arrived (the head was reported before them).
     mutating func bodyReceived() -> Actions {
         guard state == .headersReceived else { return [] }
-        var actions = Self.list()
+        var actions = Actions()
         move(to: .loading, &actions)
         return actions
     }
@@ -139,7 +137,7 @@ struct RequestStateMachine {
     /// The transfer ended well. A head is always delivered before this.
     mutating func completed() -> Actions {
         guard state.isInFlight else { return [] }
-        var actions = Self.list()
+        var actions = Actions()
         if state == .sent { appendHeadReceived(&actions) }
         if state == .headersReceived { move(to: .loading, &actions) }
         move(to: .done, &actions)
@@ -150,7 +148,7 @@ struct RequestStateMachine {
     /// The transfer ended without a (complete) response.
     mutating func failed(_ text: String) -> Actions {
         guard state.isInFlight else { return [] }
-        var actions = Self.list()
+        var actions = Actions()
         actions.append(.clearResponse)
         actions.append(.recordFailure(text))
         move(to: .done, &actions)
@@ -161,7 +159,7 @@ struct RequestStateMachine {
     /// The seed's abort: true only while a transfer is under way.
     mutating func abort() -> (aborted: Bool, actions: Actions) {
         guard state.isInFlight else { return (false, []) }
-        var actions = Self.list()
+        var actions = Actions()
         appendAbortActions(&actions)
         return (true, actions)
     }
