@@ -59,9 +59,11 @@ extension Server {
             return ["bytes": .int(Int64(try o.write(bytes)))]
         }
 
-        onSocket("socket.read", params: ["maxBytes?", "encoding?"]) { o, call in
+        registry.register("socket.read", params: ["socket", "maxBytes?", "encoding?"]) { [unowned self] call in
+            let o = try socket(call)
             let (max, encoding) = try ReadParams.parse(call.params)
-            return try o.read(maxBytes: max, encoding: encoding)
+            call.reply(encoded: try o.read(maxBytes: max, encoding: encoding))
+            return .answered
         }
 
         onSocket("socket.disconnect") { o, _ in

@@ -9,7 +9,8 @@ enum Base64Text {
         guard length > 0 else { return "" }
         return bytes.withUnsafeBufferPointer { input in
             String(unsafeUninitializedCapacity: length) { out in
-                xh_base64_encode(input.baseAddress, input.count, out.baseAddress)
+                encode(input, into: out)
+                return length
             }
         }
     }

@@ -32,35 +32,44 @@ final class UnreadBytes {
         principal.buffered(bytes.count)
     }
 
-    /// Takes up to `maxBytes` from the front, encoded. `complete` says that no more bytes
+    /// Takes up to `maxBytes` from the front and writes them as the first three members
+    /// of a read's result, `data` (the text), `encoding` and `bytes` (how many were
+    /// taken), straight into `object`; the caller adds its own last member (`done` for a
+    /// request's body, `closed` for a socket's input). `complete` says that no more bytes
     /// will come, so a character cut at the very end is an error rather than held back.
-    /// Bytes that are not UTF-8 are refused (and stay unread) with `utf8`.
-    func read(maxBytes: Int, encoding: BodyEncoding, complete: Bool) throws(RPCError) -> (text: String, bytes: Int) {
-        let n = try readableCount(maxBytes: maxBytes, encoding: encoding, complete: complete)
-        let chunk = queue.peek(n)
-        let text = switch encoding {
-        case .base64: Base64Text.encode(chunk)
-        case .utf8: String(decoding: chunk, as: UTF8.self)
-        }
-        consume(n)
-        return (text, n)
-    }
-
-    /// `read`, with the text written as the string member `key` of `object` (the same
-    /// text, without making a `String`); returns the number of bytes taken.
+    /// Bytes that are not UTF-8 are refused (and stay unread) with `utf8`. Returns the
+    /// number of bytes taken.
     func read(maxBytes: Int, encoding: BodyEncoding, complete: Bool,
-              as key: JSONKey, into object: inout JSONObjectWriter) throws(RPCError) -> Int {
+              into object: inout JSONObjectWriter) throws(RPCError) -> Int {
         let n = try readableCount(maxBytes: maxBytes, encoding: encoding, complete: complete)
         queue.peek(n).withUnsafeBufferPointer { chunk in
             switch encoding {
             case .base64:
-                object.add(key, unescapedStringOfCount: Base64Text.encodedCount(n)) { Base64Text.encode(chunk, into: $0) }
+                object.add(ReadMembers.data, unescapedStringOfCount: Base64Text.encodedCount(n)) {
+                    Base64Text.encode(chunk, into: $0)
+                }
             case .utf8:
-                object.add(key, utf8String: chunk)
+                object.add(ReadMembers.data, utf8String: chunk)
             }
         }
         consume(n)
+        object.add(encoding == .base64 ? ReadMembers.base64 : ReadMembers.utf8)
+        object.add(ReadMembers.bytes, int: Int64(n))
         return n
+    }
+
+    /// The capacity of a writer for a read's result of up to `maxBytes`, so that it does
+    /// not grow while the data is written.
+    func resultCapacity(maxBytes: Int) -> Int {
+        64 + Base64Text.encodedCount(min(maxBytes, queue.count))
+    }
+
+    /// A read result's keys, and its `encoding` member in its two forms, written once.
+    private enum ReadMembers {
+        static let data = JSONKey("data")
+        static let base64 = JSONConstantMembers(["encoding": .string(BodyEncoding.base64.rawValue)])
+        static let utf8 = JSONConstantMembers(["encoding": .string(BodyEncoding.utf8.rawValue)])
+        static let bytes = JSONKey("bytes")
     }
 
     /// How many of the first `maxBytes` bytes a read hands out: all of them with

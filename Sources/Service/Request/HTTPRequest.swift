@@ -357,28 +357,17 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     /// end is held back for the next call, and bytes that are not UTF-8 are refused.
     ///
     /// The result, `{data, encoding, bytes, done}`, is written straight as bytes (every
-    /// object request reads its body here): the data's text without a `String`, the keys
-    /// written once (`ReadResult`).
+    /// object request reads its body here; `UnreadBytes.read`).
     func readBody(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> EncodedJSON {
-        var result = JSONObjectWriter(capacity: 64 + Base64Text.encodedCount(min(maxBytes, body.count)))
-        let n = try body.read(maxBytes: maxBytes, encoding: encoding, complete: state == .done,
-                              as: ReadResult.data, into: &result)
+        var result = JSONObjectWriter(capacity: body.resultCapacity(maxBytes: maxBytes))
+        _ = try body.read(maxBytes: maxBytes, encoding: encoding, complete: state == .done, into: &result)
         budgetFreed()
         if body.isEmpty { env.objectMayHaveSettled() }
-        result.add(encoding == .base64 ? ReadResult.base64 : ReadResult.utf8)
-        result.add(ReadResult.bytes, int: Int64(n))
-        result.add(ReadResult.done, .bool(state == .done && body.isEmpty))
+        result.add(HTTPRequest.doneKey, .bool(state == .done && body.isEmpty))
         return result.finish()
     }
 
-    /// `readBody`'s keys, and its `encoding` member in its two forms, written once.
-    private enum ReadResult {
-        static let data = JSONKey("data")
-        static let base64 = JSONConstantMembers(["encoding": .string(BodyEncoding.base64.rawValue)])
-        static let utf8 = JSONConstantMembers(["encoding": .string(BodyEncoding.utf8.rawValue)])
-        static let bytes = JSONKey("bytes")
-        static let done = JSONKey("done")
-    }
+    private static let doneKey = JSONKey("done")
 
     /// The whole unread body (fetch), consumed.
     func takeBody() -> [UInt8] { body.takeAll() }

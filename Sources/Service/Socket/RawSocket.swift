@@ -153,15 +153,17 @@ final class RawSocket: SessionObject, BudgetWaiter {
         return bytes.count
     }
 
-    /// Hands out up to `maxBytes` of what was received, each byte once.
-    func read(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> JSONValue {
-        let (text, n) = try inbound.read(maxBytes: maxBytes, encoding: encoding, complete: inputEnded)
+    /// Hands out up to `maxBytes` of what was received, each byte once. The result,
+    /// `{data, encoding, bytes, closed}`, is written straight as bytes (`UnreadBytes.read`).
+    func read(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> EncodedJSON {
+        var result = JSONObjectWriter(capacity: inbound.resultCapacity(maxBytes: maxBytes))
+        _ = try inbound.read(maxBytes: maxBytes, encoding: encoding, complete: inputEnded, into: &result)
         budgetFreed()
-        return [
-            "data": .string(text), "encoding": .string(encoding.rawValue), "bytes": .int(Int64(n)),
-            "closed": .bool(inputEnded && inbound.isEmpty),
-        ]
+        result.add(RawSocket.closedKey, .bool(inputEnded && inbound.isEmpty))
+        return result.finish()
     }
+
+    private static let closedKey = JSONKey("closed")
 
     /// Open: sends what is queued (at most `flushTimeoutMs`), then closes. Connecting:
     /// gives up at once.
