@@ -41,9 +41,8 @@ final class YajlValueParser {
     /// (`unpick`), and the object is built as any other.
     private var picking = false
     private var picked = Picked()
-    /// The slots of `picked` filled (a bit each), the order they were filled in (2 bits
-    /// each, the first lowest) and how many; the slot the next member's value goes to.
-    private var pickedMask: UInt8 = 0
+    /// The order `picked`'s slots were filled in (2 bits each, the first lowest) and how
+    /// many; the slot the next member's value goes to.
     private var pickedOrder: UInt8 = 0
     private var pickedCount = 0
     private var pickSlot = 0
@@ -146,7 +145,6 @@ final class YajlValueParser {
             return complete(.value(value))
         } else if picking && stack.count == 1 {
             picked[slot: pickSlot] = value
-            pickedMask |= 1 << pickSlot
             pickedOrder |= UInt8(pickSlot) << (2 * pickedCount)
             pickedCount += 1
         } else {
@@ -182,7 +180,6 @@ final class YajlValueParser {
         }
         if stack.isEmpty {
             picking = object && pickCallEnvelopes
-            pickedMask = 0
             pickedOrder = 0
             pickedCount = 0
         }
@@ -210,7 +207,7 @@ final class YajlValueParser {
 
     fileprivate func key(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
         if picking && stack.count == 1 {
-            if let slot = Self.envelopeSlot(bytes, count), pickedMask & (1 << slot) == 0 {
+            if let slot = Self.envelopeSlot(bytes, count), picked[slot: slot] == nil {
                 pickSlot = slot
                 return 1
             }
