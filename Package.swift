@@ -73,7 +73,12 @@ let package = Package(
         .executableTarget(name: "xhrpcd", dependencies: [
             "Service", "CShims", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], linkerSettings: [.linkedLibrary("jemalloc")]),
+        ], linkerSettings: [
+            .linkedLibrary("jemalloc"),
+            // GnuTLSImplicitInit.swift's answer must be visible to GnuTLS, a library that
+            // xhrpcd does not link directly.
+            .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=_gnutls_global_init_skip"]),
+        ]),
         // The client: a connection on a loop thread of its own (the same Stream and
         // TLSStream the server runs on), async/await on top.
         .target(name: "XHRPCClient", dependencies: ["EventLoop", "SecureStream", "JSON"]),

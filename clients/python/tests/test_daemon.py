@@ -154,5 +154,39 @@ class Stop(unittest.TestCase):
         s.close()
 
 
+class UnusedLibraries(unittest.TestCase):
+    def test_gnutls_does_not_start_itself(self):
+        # GnuTLS is loaded only as a dependency of libcurl's dependencies; xhrpcd tells it
+        # not to initialise itself on load (Sources/xhrpcd/GnuTLSImplicitInit.swift). That
+        # start-up opens the system priority file, so a FIFO there shows whether it ran:
+        # opening a FIFO with no writer blocks, and xhrpcd would never listen.
+        d = tempfile.mkdtemp(prefix="xhrpc-py-gnutls-", dir="/tmp")
+        fifo = os.path.join(d, "priorities")
+        os.mkfifo(fifo)
+        srv = XhrpcServer(env={"GNUTLS_SYSTEM_PRIORITY_FILE": fifo})
+        try:
+            try:
+                srv.start()
+            except RuntimeError as e:
+                self.fail("xhrpcd did not start with GnuTLS's priority file a FIFO: GnuTLS "
+                          "initialised itself on load (%s)" % str(e).splitlines()[0])
+            s = srv.raw_socket()
+            f = s.makefile("rb")
+            s.sendall(b'{"jsonrpc":"2.0","method":"server.info","id":1}\n')
+            self.assertEqual(json.loads(f.readline())["id"], 1)
+            f.close()
+            s.close()
+        finally:
+            if srv.proc is not None and srv.proc.poll() is None:
+                srv.stop()
+            # Unblocks a reader still waiting on the FIFO (none when the test passes).
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+            os.unlink(fifo)
+            os.rmdir(d)
+
+
 if __name__ == "__main__":
     unittest.main()
