@@ -115,8 +115,12 @@ install: deps
 ## Dockerfile lint, the Swift tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
 test: test-deps build release swift-test client-test examples lint sanitize fuzz
 
-swift-test:
-	swift test $(SWIFT_FLAGS)
+## The Swift tests start their fixtures (Tests/Fixtures) with the `python3` on PATH: the
+## test environment's comes first, with the packages they need (brotli for `br`).
+TEST_PATH := PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
+
+swift-test: test-deps
+	$(TEST_PATH) swift test $(SWIFT_FLAGS)
 
 ## client-test: the Python and the Node client suites (standard library only, Node >= 18),
 ## each against the debug xhrpcd and the fixture upstream.
@@ -148,7 +152,7 @@ examples: build
 ## silences the toolchain's own leaks (Foundation's Process), nothing of ours. XCTest is
 ## off: every test here uses Swift Testing, and XCTest's empty run leaks its suite objects.
 sanitize: test-deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
+	$(TEST_PATH) LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	  swift test --sanitize address --disable-xctest --build-path .build/asan $(SWIFT_FLAGS)
 
 ## mutation-check: proves that each security invariant of docs/SECURITY.md has a test
@@ -164,7 +168,7 @@ sanitize: test-deps
 ## egress" runs only the patches whose names contain one of the words.
 MUTATIONS ?=
 mutation-check: test-deps
-	$(PYTHON) Tests/Mutations/run.py $(if $(MUTATIONS),--only $(MUTATIONS))
+	$(TEST_PATH) $(PYTHON) Tests/Mutations/run.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
 ## fuzz: the libFuzzer target xhrpc-fuzz (Sources/xhrpc-fuzz: arbitrary bytes through a
 ## socket pair into a fresh Server with the real method table, no network) under
