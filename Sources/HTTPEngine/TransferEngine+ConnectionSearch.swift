@@ -36,16 +36,20 @@ extension TransferEngine {
 /// When a transfer's connection closes as the transfer ends instead of joining the cache.
 ///
 /// libcurl 7.88 keeps a finished transfer's connection only while its cache, busy
-/// connections counted, holds at most `CURLMOPT_MAXCONNECTS` (`maxConnections`); past
-/// that, for each transfer that ends, it walks every connection it holds for the oldest
-/// idle one and closes it (`ConnectionDone`). With thousands of transfers running the
-/// walks are quadratic: 10,000 fetches released at once cost xhrpcd 5-6 s of CPU, most
-/// of it in those walks (`Benchmarks/README.md`, `inflight`), and with every other
-/// connection busy the oldest idle one is mostly the finished connection itself.
+/// connections counted, holds at most `CURLMOPT_MAXCONNECTS`; past that, for each
+/// transfer that ends, it walks every connection it holds for the oldest idle one and
+/// closes it (`ConnectionDone`). With thousands of transfers running the walks are
+/// quadratic: 10,000 fetches released at once cost xhrpcd 5-6 s of CPU, most of it in
+/// those walks (`Benchmarks/README.md`, `inflight`).
 ///
-/// A transfer that joins while `maxConnections` others are already in the multi gets
-/// `CURLOPT_FORBID_REUSE`: its connection is closed when it ends, with no walk. The
-/// transfers that joined before still leave theirs to the cache, so up to
+/// Two things keep them away. `maxConnections` counts idle connections only: libcurl's
+/// limit is kept at that many plus the transfers in the multi (`sizeConnectionCache`),
+/// so a transfer that ends while thousands run leaves its connection to the cache
+/// without a walk, and libcurl walks only when more than `maxConnections` would be
+/// idle. And a transfer that joins while `maxConnections` others are already in the
+/// multi gets `CURLOPT_FORBID_REUSE`: its connection is closed when it ends, with no
+/// walk, so a burst does not leave thousands idle (each past `maxConnections` a walk).
+/// The transfers that joined before still leave theirs to the cache, so up to
 /// `maxConnections` stay for reuse as before. An HTTP/2 connection (TLS, multiplexing)
 /// may carry other transfers and is left to libcurl. Decided when the transfer joins;
 /// a redirect the engine follows configures the handle afresh without it.
@@ -58,5 +62,16 @@ extension TransferEngine {
     /// The transfers in the multi, or about to join it this turn, other than `t`.
     func transfersRunning(besides t: Transfer) -> Int {
         activeTransfers - waitingToJoin - (active.contains(t) ? 1 : 0)
+    }
+
+    /// Keeps libcurl's cache limit at `maxConnections` idle connections beyond the
+    /// transfers in the multi. Called before a transfer joins (it counts) and after
+    /// every libcurl run (the ended ones no longer do); libcurl reads the limit only as
+    /// a transfer ends, inside a run. Outside libcurl's callbacks only, where
+    /// `curl_multi_setopt` is allowed.
+    func sizeConnectionCache() {
+        let size = max(1, options.maxConnections) + max(0, activeTransfers - waitingToJoin)
+        guard size != connectionCacheSize, !inCurl else { return }
+        if multi.set(CURLMOPT_MAXCONNECTS, size) == CURLM_OK { connectionCacheSize = size }
     }
 }

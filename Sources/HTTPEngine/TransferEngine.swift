@@ -64,6 +64,8 @@ public final class TransferEngine {
     /// How many of the sockets the engine opened libcurl is not watching: at least every
     /// idle connection in its cache (`skipsConnectionSearch`).
     var unwatchedSockets = 0
+    /// The `CURLMOPT_MAXCONNECTS` last given to libcurl (`sizeConnectionCache`).
+    var connectionCacheSize = 0
 
     /// Transfers started and not yet completed or cancelled; holds the strong reference
     /// libcurl's callbacks rely on.
@@ -151,6 +153,7 @@ public final class TransferEngine {
         if rc == CURLM_OK { rc = xh_multi_setopt_timer_cb(m, CURLMOPT_TIMERFUNCTION, TransferEngine.timerCallback) }
         if rc == CURLM_OK { rc = xh_multi_setopt_ptr(m, CURLMOPT_TIMERDATA, me) }
         if rc == CURLM_OK { rc = multi.set(CURLMOPT_MAXCONNECTS, max(1, options.maxConnections)) }
+        if rc == CURLM_OK { connectionCacheSize = max(1, options.maxConnections) }
         if rc == CURLM_OK { rc = multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, max(0, options.maxHostConnections)) }
         if rc == CURLM_OK { rc = multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)) }
         if rc != CURLM_OK {
@@ -227,6 +230,7 @@ public final class TransferEngine {
         if closesConnectionAfterwards(t) { try? slot.easy.set(CURLOPT_FORBID_REUSE, 1) }
         let receiveBuffer = receiveBufferBytes(joining: t)
         if receiveBuffer < Self.fullReceiveBuffer { try? slot.easy.set(CURLOPT_BUFFERSIZE, receiveBuffer) }
+        sizeConnectionCache()
         let rc = curl_multi_add_handle(multi.raw, slot.easy.raw)
         guard rc == CURLM_OK else {
             t.state = .cancelled
@@ -333,6 +337,7 @@ public final class TransferEngine {
         }
         drainMessages()
         admitWaiting()
+        sizeConnectionCache()
         if !pendingShutdown.isEmpty {
             let completions = pendingShutdown
             pendingShutdown = []

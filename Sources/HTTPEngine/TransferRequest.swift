@@ -236,8 +236,9 @@ extension TransferRequest {
 
 /// Engine-wide settings, fixed when the engine is made.
 public struct EngineOptions: Sendable {
-    /// Size of the connection cache (`CURLMOPT_MAXCONNECTS`); libcurl would otherwise let
-    /// it grow to four times the number of handles ever added.
+    /// Idle connections kept for reuse: libcurl's cache (`CURLMOPT_MAXCONNECTS`) holds
+    /// this many beyond the transfers running (`sizeConnectionCache`); libcurl would
+    /// otherwise let it grow to four times the number of handles ever added.
     public var maxConnections: Int = 256
     /// Bytes of receive buffer the running transfers share (`TransferEngine+ReceiveBuffer`):
     /// each joins with its share, 1 to 16 KiB.

@@ -132,6 +132,30 @@ import Testing
         #expect(try h.finish() == [])
     }
 
+    /// `maxConnections` counts idle connections (`sizeConnectionCache`): a connection
+    /// whose transfer ends while more than `maxConnections` others run stays cached and
+    /// the next transfer reuses it. libcurl's limit counts busy connections too: held at
+    /// `maxConnections` it closed that connection as its transfer ended.
+    @Test func aConnectionEndingWhileOthersRunStaysCached() throws {
+        var options = EngineOptions()
+        options.maxConnections = 2
+        let h = try Harness(options: options)
+        var quick: [(Transfer, Recorder)] = []
+        for i in 0..<2 { quick.append(try h.start(TransferRequest(url: h.url("/bytes/\(10 + i)")))) }
+        var slow: [(Transfer, Recorder)] = []
+        for _ in 0..<4 { slow.append(try h.start(TransferRequest(url: h.url("/delay/3000")))) }
+        h.run(seconds: 10) { quick.allSatisfy { $0.1.completions > 0 } }
+        #expect(quick.allSatisfy { $0.1.succeeded && $0.0.metrics?.connectionsOpened == 1 })
+        #expect(slow.allSatisfy { $0.1.completions == 0 }, "the slow ones still run")
+        let (t, r) = try h.start(TransferRequest(url: h.url("/bytes/12")))
+        h.run(seconds: 10) { r.completions > 0 }
+        #expect(r.succeeded && t.metrics?.connectionsOpened == 0)
+        for (t, _) in slow { h.engine.cancel(t) }
+        quick = []
+        slow = []
+        #expect(try h.finish() == [])
+    }
+
     @Test func alwaysSearchedUnderAHostCap() throws {
         var options = EngineOptions()
         options.maxHostConnections = 2
