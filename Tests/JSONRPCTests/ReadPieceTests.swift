@@ -28,6 +28,10 @@ import Testing
                 "a newline before the bound's last byte does not end the piece")
         #expect(length(String(repeating: "x", count: 3 * Self.bound)) == 3 * Self.bound, "no newline: all")
         #expect(length(String(repeating: "x", count: 3 * Self.bound) + "\n\n") == 3 * Self.bound + 1)
+        let first = RPCConnection.firstPieceBytes
+        let text = String(repeating: "y", count: first) + "\n" + line
+        #expect(Array(text.utf8).withUnsafeBytes { RPCConnection.pieceLength($0, bound: first) } == first + 1,
+                "a read's first piece has a bound of its own")
     }
 
     /// What the client should get for `stream`: the replies to what one decoder makes
