@@ -68,10 +68,11 @@ extension TransferEngine {
     /// transfers in the multi. Called before a transfer joins (it counts) and after
     /// every libcurl run (the ended ones no longer do); libcurl reads the limit only as
     /// a transfer ends, inside a run. Outside libcurl's callbacks only, where
-    /// `curl_multi_setopt` is allowed.
+    /// `curl_multi_setopt` is allowed, and never once `shutdown` has freed the multi (a
+    /// delegate may shut the engine down from a completion, before `afterCurl` ends).
     func sizeConnectionCache() {
         let size = max(1, options.maxConnections) + max(0, activeTransfers - waitingToJoin)
-        guard size != connectionCacheSize, !inCurl else { return }
+        guard size != connectionCacheSize, isOpen, !inCurl else { return }
         if multi.set(CURLMOPT_MAXCONNECTS, size) == CURLM_OK { connectionCacheSize = size }
     }
 }

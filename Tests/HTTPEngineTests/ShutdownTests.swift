@@ -49,6 +49,28 @@ import Testing
         h.upstream.stop()
     }
 
+    /// A delegate may shut the engine down from a transfer's completion while others
+    /// run: the others end silently and every handle closes. (`afterCurl` goes on after
+    /// the completions and must not touch the freed multi then; libcurl is not
+    /// instrumented, so no sanitizer sees such a read: `sizeConnectionCache` checks
+    /// `isOpen` itself.)
+    @Test func shutdownFromACompletion() throws {
+        let h = try Harness()
+        let first = Recorder()
+        var shut = false
+        first.onDone = { _ in h.engine.shutdown { shut = true } }
+        _ = try h.start(TransferRequest(url: h.url("/bytes/10")), first)
+        var others: [(Transfer, Recorder)] = []
+        for _ in 0..<3 { others.append(try h.start(TransferRequest(url: h.url("/delay/5000")))) }
+        h.run(seconds: 10) { shut }
+        #expect(shut && first.completions == 1)
+        others = []
+        h.loop.run()
+        #expect(h.loop.handleNames().isEmpty)
+        try h.loop.close()
+        h.upstream.stop()
+    }
+
     /// An engine dropped without shutdown does not leave its handles open.
     @Test func droppedEngineClosesItsHandles() throws {
         let h = try Harness()
