@@ -272,9 +272,35 @@ def recorded_figures():
     return found
 
 
+def this_machine():
+    """The CPU model and count, as the figures block's `# machine:` line gives them."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} CPUs"
+
+
+def recorded_machine():
+    """The machine the recorded figures come from (the block's `# machine:` line), if said."""
+    try:
+        with open(README) as f:
+            m = re.search(r"```figures\n(.*?)```", f.read(), re.S)
+    except OSError:
+        return None
+    line = re.search(r"^# machine: (.*)$", m.group(1), re.M) if m else None
+    return line.group(1).strip() if line else None
+
+
 def print_check(figures):
     """Each figure next to the recorded one; `WORSE` marks one more than 20% worse."""
     recorded = recorded_figures()
+    machine, here = recorded_machine(), this_machine()
+    if machine != here:
+        print(f"check: the figures were recorded on {machine or 'a machine not named'}; this is {here}: "
+              f"rates and CPU times are not comparable, ratios only roughly")
     print("check: figure                              recorded        now   change")
     flagged = 0
     for name, (value, better) in figures.items():
