@@ -64,7 +64,8 @@ public final class TransferEngine {
     /// How many of the sockets the engine opened libcurl is not watching: at least every
     /// idle connection in its cache (`skipsConnectionSearch`).
     var unwatchedSockets = 0
-    /// The `CURLMOPT_MAXCONNECTS` last given to libcurl (`sizeConnectionCache`).
+    /// The `CURLMOPT_MAXCONNECTS` last given to libcurl (`sizeConnectionCache`, before
+    /// every transfer joins; 0 until the first does).
     var connectionCacheSize = 0
 
     /// Transfers started and not yet completed or cancelled; holds the strong reference
@@ -152,8 +153,6 @@ public final class TransferEngine {
         if rc == CURLM_OK { rc = xh_multi_setopt_ptr(m, CURLMOPT_SOCKETDATA, me) }
         if rc == CURLM_OK { rc = xh_multi_setopt_timer_cb(m, CURLMOPT_TIMERFUNCTION, TransferEngine.timerCallback) }
         if rc == CURLM_OK { rc = xh_multi_setopt_ptr(m, CURLMOPT_TIMERDATA, me) }
-        if rc == CURLM_OK { rc = multi.set(CURLMOPT_MAXCONNECTS, max(1, options.maxConnections)) }
-        if rc == CURLM_OK { connectionCacheSize = max(1, options.maxConnections) }
         if rc == CURLM_OK { rc = multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, max(0, options.maxHostConnections)) }
         if rc == CURLM_OK { rc = multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)) }
         if rc != CURLM_OK {
