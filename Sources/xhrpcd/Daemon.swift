@@ -34,16 +34,10 @@ enum Daemon {
 
         let loop = try Loop()
         let server = try Server(config: config, loop: loop, logger: logger)
-        do {
-            try server.start()
-        } catch {
-            logger.critical("\(error)")
-            server.shutdown {}
-            loop.run()
-            throw ExitCode(1)
-        }
         // The watchers stay open during the drain, for the second signal, and close
-        // when the server is done, so that the loop can end.
+        // when the server is done, so that the loop can end. They are installed before
+        // the server listens: a stop signal sent as soon as its socket accepts (a test, a
+        // supervisor) must drain it, not kill it with the signal's default action.
         var watchers: [SignalWatcher] = []
         var signalled = false
         let stop = {
@@ -59,6 +53,15 @@ enum Daemon {
             }
         }
         watchers = try [SIGINT, SIGTERM].map { try SignalWatcher(loop: loop, signal: $0, stop) }
+        do {
+            try server.start()
+        } catch {
+            logger.critical("\(error)")
+            for w in watchers { w.close() }
+            server.shutdown {}
+            loop.run()
+            throw ExitCode(1)
+        }
         logger.info("\(Server.name) \(Server.version) ready")
         loop.run()
         try loop.close()
