@@ -74,8 +74,11 @@ public final class Transfer {
     var upload: UploadSource?
     var headParser = ResponseHeadParser()
     var headDelivered = false
-    /// Why the transfer is paused (`PauseReasons`); empty while it flows.
-    public internal(set) var pauseReasons: PauseReasons = []
+    /// Why the transfer is paused (`PauseReasons`); empty while it flows. The engine
+    /// counts its paused transfers (`pausedTransferCount`) as this empties and fills.
+    public internal(set) var pauseReasons: PauseReasons = [] {
+        didSet { if oldValue.isEmpty != pauseReasons.isEmpty { engine?.active.pauseChanged(self) } }
+    }
     /// libcurl holds the transfer paused (a callback returned its pause code, or the
     /// engine called `curl_easy_pause`) and no `CURLPAUSE_CONT` followed yet.
     var pausedInCurl = false

@@ -73,8 +73,8 @@ public final class TransferEngine {
     var active = TransferSet(.active)
 
     /// Running transfers paused for any reason (`PauseReasons`: their reader has no
-    /// room, or their client paused them); for metrics, counted when asked.
-    public var pausedTransferCount: Int { active.members.reduce(0) { $0 + ($1.isPaused ? 1 : 0) } }
+    /// room, or their client paused them); for metrics.
+    public var pausedTransferCount: Int { active.pausedCount }
     /// Reset easy handles ready for the next transfer.
     var pool: [EasySlot] = []
     static let poolLimit = 64

@@ -10,6 +10,10 @@ struct TransferSet {
     let role: Role
     /// The members, in no particular order; holds the strong references.
     private(set) var members: [Transfer] = []
+    /// How many members are paused (`Transfer.isPaused`), kept as they join, leave and
+    /// report a change (`pauseChanged`), so that metrics read it without a walk over
+    /// every member (10,000 of them took a `/metrics` scrape 6 ms).
+    private(set) var pausedCount = 0
 
     init(_ role: Role) { self.role = role }
 
@@ -22,12 +26,20 @@ struct TransferSet {
         guard !contains(t) else { return }
         t.places[role] = members.count
         members.append(t)
+        if t.isPaused { pausedCount += 1 }
+    }
+
+    /// A member's pause began or ended (`Transfer.pauseReasons` became empty or not).
+    mutating func pauseChanged(_ t: Transfer) {
+        guard contains(t) else { return }
+        pausedCount += t.isPaused ? 1 : -1
     }
 
     mutating func remove(_ t: Transfer) {
         let i = t.places[role]
         guard i >= 0 else { return }
         t.places[role] = -1
+        if t.isPaused { pausedCount -= 1 }
         let last = members.removeLast()
         if last !== t {
             members[i] = last
@@ -38,6 +50,7 @@ struct TransferSet {
     mutating func removeAll() {
         for t in members { t.places[role] = -1 }
         members = []
+        pausedCount = 0
     }
 }
 

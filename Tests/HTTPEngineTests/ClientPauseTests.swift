@@ -29,6 +29,7 @@ import Testing
         let (t, _) = try h.start(req, r)
         t.pause()
         #expect(t.pauseReasons == .requested)
+        #expect(h.engine.pausedTransferCount == 1)
         h.idle(seconds: 1)
         #expect(r.completions == 0)
         #expect(r.bodyCount == 0)
@@ -38,6 +39,7 @@ import Testing
         #expect(r.succeeded, "\(String(describing: r.failure))")
         #expect(r.checker?.matches(count: 5000) == true)
         #expect(!t.isPaused)
+        #expect(h.engine.pausedTransferCount == 0)
         #expect(try h.finish() == [])
     }
 
@@ -50,17 +52,49 @@ import Testing
         r.accept = { _ in !refuse }
         let (t, _) = try h.start(TransferRequest(url: h.url("/bytes/300000?seed=5")), r)
         h.run(seconds: 30) { t.pauseReasons.contains(.noRoom) }
+        #expect(h.engine.pausedTransferCount == 1)
         t.pause()
         #expect(t.pauseReasons == [.noRoom, .requested])
+        #expect(h.engine.pausedTransferCount == 1)
         t.unpause()
         h.idle(seconds: 0.3)
         #expect(t.pauseReasons == .noRoom)
+        #expect(h.engine.pausedTransferCount == 1)
         #expect(r.bodyCount == 0)
         refuse = false
         t.resume()
         h.run(seconds: 30) { r.completions > 0 }
         #expect(r.succeeded)
         #expect(r.checker?.matches(count: 300000) == true)
+        #expect(h.engine.pausedTransferCount == 0)
         #expect(try h.finish() == [])
+    }
+
+    /// The engine's count of paused transfers (what `/metrics` reports as
+    /// `xhrpc_transfers_paused`) follows pauses as they begin and end, and a paused
+    /// transfer that is cancelled, or still paused at shutdown, leaves it.
+    @Test func pausedCountFollowsPausesCancelsAndShutdown() throws {
+        let h = try Harness()
+        var transfers: [Transfer] = []
+        var recorders: [Recorder] = []
+        for seed in 0..<3 {
+            let (t, r) = try h.start(TransferRequest(url: h.url("/bytes/5000?seed=\(seed)")), Recorder(expectingSeed: seed))
+            t.pause()
+            transfers.append(t)
+            recorders.append(r)
+        }
+        #expect(h.engine.pausedTransferCount == 3)
+        transfers[0].pause()  // already paused: counted once
+        #expect(h.engine.pausedTransferCount == 3)
+        transfers[1].unpause()
+        #expect(h.engine.pausedTransferCount == 2)
+        h.engine.cancel(transfers[0])
+        #expect(h.engine.pausedTransferCount == 1)
+        h.run(seconds: 30) { recorders[1].completions > 0 }
+        #expect(recorders[1].succeeded)
+        #expect(h.engine.pausedTransferCount == 1)
+        #expect(try h.finish() == [])
+        #expect(h.engine.pausedTransferCount == 0)
+        #expect(transfers[2].state == .cancelled)
     }
 }
