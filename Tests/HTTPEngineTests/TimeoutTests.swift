@@ -1,3 +1,4 @@
+import EventLoop
 import Testing
 @testable import HTTPEngine
 
@@ -19,6 +20,36 @@ import Testing
         let ms = text.hasPrefix(prefix) ? Int(text.dropFirst(prefix.count).prefix { $0.isNumber }) : nil
         #expect(ms.map { $0 >= 500 } == true, "\(text)")
         withExtendedLifetime(t) {}
+        #expect(try h.finish() == [])
+    }
+
+    /// Transfers whose time runs out together end `timeoutsPerTurn` a loop turn, not all
+    /// in the turn their timer fires (the loop serves nobody else meanwhile); each still
+    /// ends with the timeout's failure.
+    @Test func manyTimeoutsEndOverSeveralTurns() throws {
+        let h = try Harness()
+        let n = 100
+        var pairs: [(Transfer, Recorder)] = []
+        for _ in 0..<n {
+            var req = TransferRequest(url: h.url("/hang"))
+            req.timeout = 0.3
+            pairs.append(try h.start(req))
+        }
+        // A turn starts at each run of this prepare handle; count the endings per turn.
+        let turns = try Prepare(loop: h.loop)
+        var turn = 0
+        turns.start { turn += 1 }
+        var endedIn: [Int: Int] = [:]
+        for (_, r) in pairs { r.onDone = { _ in endedIn[turn, default: 0] += 1 } }
+        h.run(seconds: 30) { pairs.allSatisfy { $0.1.completions > 0 } }
+        turns.close()
+        #expect(pairs.allSatisfy { $0.1.completions == 1 && $0.1.failure?.code == 28 })
+        // The harness runs the loop a turn at a time (`UV_RUN_ONCE`), and such a turn runs
+        // due timers again after its poll: one counted turn can hold two of the timer's.
+        let largest = endedIn.values.max() ?? 0
+        #expect(largest <= 2 * TransferEngine.timeoutsPerTurn, "\(largest) ended in one turn: \(endedIn)")
+        #expect(endedIn.count >= n / (2 * TransferEngine.timeoutsPerTurn))
+        pairs = []
         #expect(try h.finish() == [])
     }
 
