@@ -20,6 +20,43 @@ import Testing
         #expect(try h.finish() == [])
     }
 
+    /// Many transfers cancelled at once leave the multi `removalsPerTurn` a loop turn
+    /// (each closes its connection), silenced from the moment of `cancel`; shutdown
+    /// takes the ones still waiting.
+    @Test func manyCancelsLeaveOverSeveralTurns() throws {
+        let h = try Harness()
+        let n = 100
+        var pairs: [(Transfer, Recorder)] = []
+        for _ in 0..<n { pairs.append(try h.start(TransferRequest(url: h.url("/drip/100000?chunk=100&delay=50")))) }
+        h.run(seconds: 10) { pairs.allSatisfy { $0.1.headCount > 0 } }
+        #expect(pairs.allSatisfy { $0.1.headCount > 0 })
+        let seen = pairs.map { $0.1.order }
+        for (t, _) in pairs { h.engine.cancel(t) }
+        #expect(h.engine.activeTransfers == 0)
+        #expect(h.engine.active.count == n - TransferEngine.removalsPerTurn)
+        // A turn starts at each run of this prepare handle; note what is left in the multi.
+        let turns = try Prepare(loop: h.loop)
+        var left: [Int] = []
+        turns.start { left.append(h.engine.active.count) }
+        h.run(seconds: 10) { h.engine.active.isEmpty }
+        turns.close()
+        #expect(h.engine.active.isEmpty)
+        // The engine's turn handle may run before or after this one in the same phase.
+        let steps = zip(left, left.dropFirst()).map { $0 - $1 }
+        #expect(steps.allSatisfy { $0 <= 2 * TransferEngine.removalsPerTurn }, "\(left)")
+        #expect(pairs.map { $0.1.order } == seen)
+        #expect(pairs.allSatisfy { $0.1.completions == 0 })
+        // Cancelled again, or shut down with removals still waiting: nothing more is heard.
+        var more: [(Transfer, Recorder)] = []
+        for _ in 0..<n { more.append(try h.start(TransferRequest(url: h.url("/drip/100000?chunk=100&delay=50")))) }
+        h.run(seconds: 10) { more.allSatisfy { $0.1.headCount > 0 } }
+        for (t, _) in more { h.engine.cancel(t) }
+        for (t, _) in more { h.engine.cancel(t) }
+        #expect(h.engine.deferredRemovals.count - h.engine.deferredRemovalsHead == n - TransferEngine.removalsPerTurn)
+        #expect(try h.finish() == [])
+        #expect(more.allSatisfy { $0.1.completions == 0 })
+    }
+
     @Test func cancelFromInsideBodyCallback() throws {
         let h = try Harness()
         let r = Recorder()
