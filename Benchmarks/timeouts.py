@@ -11,12 +11,18 @@ xhrpcd used meanwhile:
 
     held 10000 after 1.12 s
     answered 10000 (timed out 10000) in 0.45 s
-    probe while they time out: p50 0.85 p99 2.77 max 2.77 ms (75 probes)
+    probe while they end: p50 0.85 p99 2.77 max 2.77 ms (75 probes)
     xhrpcd CPU from all held to all answered: 0.41 s
 
     python3 Benchmarks/timeouts.py [--bin-dir .build/release] [--count 10000] [--timeout 4]
 
-A manual tool (not part of `make bench`); Benchmarks/README.md, "Timeouts that fire
+With `--client-gone S` the clients close their connections S seconds after writing,
+before the timeouts: the first answers xhrpcd writes then fail, and it cancels each
+connection's other fetches. The probe runs from all held to 3 s after the timeout:
+
+    python3 Benchmarks/timeouts.py --timeout 6 --client-gone 3
+
+A manual tool (not part of `make bench`); Benchmarks/README.md, "Many transfers ending
 together", has what it found. Every process it starts is stopped by its pid.
 """
 import argparse
@@ -43,9 +49,11 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_clients(sock, url, per, timeout, answered, timed_out):
+def run_clients(sock, url, per, timeout, gone, answered, timed_out):
     """Writes `per` fetch calls on each of CONNECTIONS connections, then reads every
-    answer (one selector loop), counting them in the shared values."""
+    answer (one selector loop), counting them in the shared values; or, with `gone`,
+    closes the connections that many seconds after writing and counts every call as
+    answered."""
     conns = []
     for _ in range(CONNECTIONS):
         s = socket.socket(socket.AF_UNIX)
@@ -55,6 +63,12 @@ def run_clients(sock, url, per, timeout, answered, timed_out):
                            for k in range(per)))
         s.setblocking(False)
         conns.append(s)
+    if gone is not None:
+        time.sleep(gone)
+        for s in conns:
+            s.close()
+        answered.value = per * CONNECTIONS
+        return
     rest = {s: b"" for s in conns}
     left = {s: per for s in conns}
     with selectors.DefaultSelector() as sel:
@@ -84,6 +98,10 @@ def main():
     p.add_argument("--bin-dir", default=os.path.join(HERE, "..", ".build", "release"))
     p.add_argument("--count", type=int, default=10000)
     p.add_argument("--timeout", type=float, default=4.0, help="each fetch's timeout in seconds")
+    p.add_argument("--client-gone", type=float, metavar="SECONDS",
+                   help="the clients close their connections this long after writing, before the timeout; "
+                        "xhrpcd finds them gone when it writes the first answers and cancels the rest. "
+                        "The probe then runs until 3 s after the timeout")
     a = p.parse_args()
     dims.raise_nofile()
     tmp = tempfile.mkdtemp(prefix="xhrpc-timeouts-")
@@ -111,7 +129,7 @@ def main():
         t0 = time.monotonic()
         # The clients run in a process of their own: reading 10,000 answers in threads
         # of this one held the GIL for milliseconds at a time and the probe waited.
-        clients = multiprocessing.Process(target=run_clients, args=(sock, url, per, a.timeout, answered, timed_out))
+        clients = multiprocessing.Process(target=run_clients, args=(sock, url, per, a.timeout, a.client_gone, answered, timed_out))
         clients.start()
         held = 0
         while held < per * CONNECTIONS and time.monotonic() - t0 < a.timeout:
@@ -124,19 +142,23 @@ def main():
         probe.settimeout(30)
         samples, first = [], None
         cpu0 = cpu_seconds(server.pid)
-        while answered.value < per * CONNECTIONS and time.monotonic() - t0 < a.timeout + 60:
+        def going_on():
+            if a.client_gone is not None:
+                return time.monotonic() - t0 < a.timeout + 3
+            return answered.value < per * CONNECTIONS and time.monotonic() - t0 < a.timeout + 60
+        while going_on():
             sent = time.monotonic()
             probe.sendall(b'{"jsonrpc":"2.0","id":1,"method":"server.info"}\n')
             reply = b""
             while not reply.endswith(b"\n"):
                 reply += probe.recv(65536)
-            if answered.value > 0:
+            if answered.value > 0 or a.client_gone is not None:
                 first = first or sent
                 samples.append(time.monotonic() - sent)
             time.sleep(0.005)
         cpu1 = cpu_seconds(server.pid)
         print(f"answered {answered.value} (timed out {timed_out.value}) in {time.monotonic() - (first or t0):.2f} s")
-        print(f"probe while they time out: {dims.latency_text(samples)}")
+        print(f"probe while they end: {dims.latency_text(samples)}")
         print(f"xhrpcd CPU from all held to all answered: {cpu1 - cpu0:.2f} s")
         return 0 if answered.value == per * CONNECTIONS else 1
     finally:
