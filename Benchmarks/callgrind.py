@@ -21,7 +21,6 @@ import glob
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -87,14 +86,8 @@ def under_callgrind(bin_dir, prefix, valgrind_args=(), xhrpcd_args=(), access_lo
         run.wait_until_accepting(socket.AF_UNIX, sock, server, "xhrpcd", deadline)
         yield tmp, f"http://127.0.0.1:{port}/1k", sock, server
     finally:
-        for proc in (server, nginx):
-            if proc and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        run.stop(server, "xhrpcd")
+        run.stop(nginx, "nginx")
 
 
 def main():

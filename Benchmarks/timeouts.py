@@ -29,7 +29,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +39,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import dims  # noqa: E402  (the slow upstream, http_get, latency_text)
+import run  # noqa: E402  (stop, wait_until_accepting)
 
 CONNECTIONS = 16
 
@@ -116,11 +116,7 @@ def main():
         server = subprocess.Popen([os.path.join(a.bin_dir, "xhrpcd"), "--listen", f"unix:{sock}", "--log-level", "warning",
                                    "--allow", "127.0.0.1", "--limit", f"transfers={a.count}",
                                    "--limit", f"requests={2 * a.count}", "--max-connections", "4096"])
-        deadline = time.monotonic() + 20
-        while not os.path.exists(sock):
-            if time.monotonic() > deadline or server.poll() is not None:
-                sys.exit("xhrpcd did not listen")
-            time.sleep(0.02)
+        run.wait_until_accepting(socket.AF_UNIX, sock, server, "xhrpcd", time.monotonic() + 20)
 
         per = a.count // CONNECTIONS
         answered = multiprocessing.Value("i", 0, lock=False)
@@ -164,14 +160,8 @@ def main():
     finally:
         if clients and clients.is_alive():
             clients.terminate()
-        for proc in (server, up):
-            if proc and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        run.stop(server, "xhrpcd")
+        run.stop(up, "slow upstream")
 
 
 if __name__ == "__main__":
