@@ -8,9 +8,11 @@ final class ClientSession {
     /// Handles of the objects it created, of every kind.
     var createdObjects: Set<String> = []
     var subscriptionIDs: Set<String> = []
-    /// `fetch` calls under way: their request objects live here (they are in no table)
-    /// until they are answered, or until the connection closes.
-    var fetches: [ObjectIdentifier: HTTPRequest] = [:]
+    /// `fetch` calls under way, by handle: their request objects live here (they are in
+    /// no table) until they are answered, or until the connection closes. By handle,
+    /// so that a named fetch's uniqueness check and `pause`/`resume` by name are one
+    /// lookup, not a walk over every fetch in flight.
+    var fetches: [String: HTTPRequest] = [:]
     /// The connection's byte counts when it came to act for the principal: what came
     /// before (the `auth` exchange of a TCP client) is the anonymous connections'.
     let bytesBefore: (in: UInt64, out: UInt64)

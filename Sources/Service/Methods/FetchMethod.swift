@@ -48,11 +48,11 @@ extension Server {
             let handle: String
             if let name = try p.optionalString("request") {
                 handle = try newHandle(for: s, named: name, kind: HTTPRequest.kind)
-                guard !s.fetches.values.contains(where: { $0.handle == name }) else {
+                guard s.fetches[name] == nil else {
                     throw ServiceError.alreadyExists(kind: HTTPRequest.kind, name)
                 }
             } else {
-                handle = ObjectName.generate(prefix: "fetch_") { _ in false }
+                handle = ObjectName.generate(prefix: "fetch_") { s.fetches[$0] != nil }
             }
             let r = HTTPRequest(handle: handle, principal: s.principal, creator: nil, environment: self)
             r.failsWhenBufferFull = true
@@ -73,7 +73,7 @@ extension Server {
             // One closure (one object per fetch), holding the session weakly.
             r.whenDone { [weak r, weak s] in
                 guard let r else { return }
-                s?.fetches[ObjectIdentifier(r)] = nil
+                s?.fetches[r.handle] = nil
                 if let id = subscription { s?.unsubscribe(id) }
                 Self.answer(call, r, responseType: responseType)
                 r.release()
@@ -84,7 +84,7 @@ extension Server {
                 if let id = subscription { s.unsubscribe(id) }
                 throw error
             }
-            s.fetches[ObjectIdentifier(r)] = r
+            s.fetches[handle] = r
             return .deferred
         }
     }

@@ -25,7 +25,7 @@ extension Server {
     func transfer(_ call: RPCCall) throws(RPCError) -> HTTPRequest {
         let s = try session(call)
         let name = try call.params.string("request")
-        if let f = s.fetches.values.first(where: { $0.handle == name }) { return f }
+        if let f = s.fetches[name] { return f }
         return try request(call)
     }
 

@@ -389,6 +389,20 @@ class HandlesAndNotifications(FetchCase):
         self.assertEqual(error["data"]["reason"], "already_exists")
         self.refused("fetch", {"url": self.origin.url("/x"), "request": "bad name"})
 
+    def test_a_name_in_flight_on_this_connection_is_taken_until_answered(self):
+        # In one batch: the first fetch is still in flight when the second, of the
+        # same name, is checked; another name goes through. Once answered the name is
+        # free again.
+        slow = self.upstream.url("/drip/3000?chunk=1000&delay=100")
+        got = self.c.batch([("fetch", {"url": slow, "request": "dup"}),
+                            ("fetch", {"url": self.origin.url("/plain"), "request": "dup"}),
+                            ("fetch", {"url": self.origin.url("/plain"), "request": "other"})], timeout=30)
+        self.assertEqual(got[0]["result"]["request"], "dup", got)
+        self.assertEqual(got[1]["error"]["data"]["reason"], "already_exists", got)
+        self.assertEqual(got[2]["result"]["request"], "other", got)
+        again = self.c.call("fetch", {"url": self.origin.url("/plain"), "request": "dup"})
+        self.assertEqual(again["request"], "dup")
+
 
 class ObjectSerializers(FetchCase):
 
