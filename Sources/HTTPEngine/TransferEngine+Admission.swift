@@ -32,7 +32,7 @@ extension TransferEngine {
 
     /// Transfers started and still waiting to join the multi (cancelled ones leave when
     /// their turn comes).
-    var waitingToJoin: Int { pendingAdds.count - pendingAddsHead }
+    var waitingToJoin: Int { pendingAdds.count }
 
     /// Whether `t`, started outside libcurl's callbacks, may join the multi now: nothing
     /// started before it is still waiting and this turn has room. Counts it if so.
@@ -60,17 +60,12 @@ extension TransferEngine {
     /// at the end of every turn (with a fresh allowance). A failure to add can only be
     /// reported as the transfer's completion: its `start` returned long ago.
     func admitWaiting() {
-        while isOpen, pendingAddsHead < pendingAdds.count {
-            let t = pendingAdds[pendingAddsHead]
+        while isOpen, let t = pendingAdds.first {
             if t.state == .waitingToAdd, !hasRoom(for: t) { break }
-            pendingAddsHead += 1
+            _ = pendingAdds.popFirst()
             guard t.state == .waitingToAdd else { continue }
             admitted(t)
             if let failure = add(t) { t.delegate?.transfer(t, completedWith: failure) }
-        }
-        if pendingAddsHead == pendingAdds.count {
-            pendingAdds.removeAll(keepingCapacity: pendingAdds.capacity <= 1024)
-            pendingAddsHead = 0
         }
     }
 

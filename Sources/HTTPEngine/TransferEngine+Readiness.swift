@@ -53,9 +53,7 @@ extension TransferEngine {
     func endReadyTurn() -> Bool {
         let passedBefore = readyThisTurn
         readyThisTurn = 0
-        while isOpen, readyQueueHead < readyQueue.count, readyThisTurn < TransferEngine.readyPerTurn {
-            let w = readyQueue[readyQueueHead]
-            readyQueueHead += 1
+        while isOpen, readyThisTurn < TransferEngine.readyPerTurn, let w = readyQueue.popFirst() {
             let flags = w.queuedFlags
             w.queuedFlags = 0
             // Closed, replaced by a new socket on the same number, or no longer wanted
@@ -65,13 +63,9 @@ extension TransferEngine {
             socketAction(w.fd, flags)
             rearm(w)
         }
-        if readyQueueHead == readyQueue.count {
-            readyQueue.removeAll(keepingCapacity: readyQueue.capacity <= 1024)
-            readyQueueHead = 0
-        }
         // What libcurl's work here started (a handle another prepare handle now watches,
         // a transfer queued to join) runs on the next turn: the poll must not block first.
-        if readyThisTurn != 0 || readyQueueHead < readyQueue.count { armDeferred() }
-        return passedBefore != 0 || readyThisTurn != 0 || readyQueueHead < readyQueue.count
+        if readyThisTurn != 0 || !readyQueue.isEmpty { armDeferred() }
+        return passedBefore != 0 || readyThisTurn != 0 || !readyQueue.isEmpty
     }
 }

@@ -81,10 +81,8 @@ public final class TransferEngine {
 
     /// True while a libcurl call that may run transfer callbacks is on the stack.
     var inCurl = false
-    /// Transfers waiting to join the multi (`TransferEngine+Admission.swift`), from
-    /// `pendingAddsHead` on.
-    var pendingAdds: [Transfer] = []
-    var pendingAddsHead = 0
+    /// Transfers waiting to join the multi (`TransferEngine+Admission.swift`).
+    var pendingAdds = TurnQueue<Transfer>()
     /// Transfers that joined the multi this loop turn; the admission handle resets it.
     var admittedThisTurn = 0
     /// Of those, the ones that open a new connection (`connectsPerTurn`).
@@ -92,17 +90,14 @@ public final class TransferEngine {
     /// Runs once per loop turn, just before the loop polls, while a turn's allowance is
     /// in use or anything waits for the next one (`endTurn`).
     let turnHandle: Prepare
-    /// Ready sockets held for a later turn, from `readyQueueHead` on
-    /// (`TransferEngine+Readiness.swift`).
-    var readyQueue: [SocketWatch] = []
-    var readyQueueHead = 0
+    /// Ready sockets held for a later turn (`TransferEngine+Readiness.swift`).
+    var readyQueue = TurnQueue<SocketWatch>()
     /// Readiness events passed to libcurl this loop turn.
     var readyThisTurn = 0
     var pendingRemovals: [Transfer] = []
-    /// Cancelled transfers still in the multi, waiting for a turn's removal allowance,
-    /// from `deferredRemovalsHead` on (`cancel`).
-    var deferredRemovals: [Transfer] = []
-    var deferredRemovalsHead = 0
+    /// Cancelled transfers still in the multi, waiting for a turn's removal allowance
+    /// (`cancel`).
+    var deferredRemovals = TurnQueue<Transfer>()
     /// Running transfers taken out of the multi by `cancel` this loop turn.
     var removedThisTurn = 0
     var pendingResumes: [Transfer] = []
@@ -177,7 +172,7 @@ public final class TransferEngine {
 
     /// Transfers started and not yet completed or cancelled.
     public var activeTransfers: Int {
-        active.count - pendingRemovals.count - (deferredRemovals.count - deferredRemovalsHead)
+        active.count - pendingRemovals.count - deferredRemovals.count
     }
 
     // MARK: - Starting
@@ -296,19 +291,12 @@ public final class TransferEngine {
     func endRemovalTurn() -> Bool {
         let removedBefore = removedThisTurn
         removedThisTurn = 0
-        while isOpen, deferredRemovalsHead < deferredRemovals.count, removedThisTurn < TransferEngine.removalsPerTurn {
-            let t = deferredRemovals[deferredRemovalsHead]
-            deferredRemovalsHead += 1
+        while isOpen, removedThisTurn < TransferEngine.removalsPerTurn, let t = deferredRemovals.popFirst() {
             removedThisTurn += 1
             detach(t)
         }
-        if deferredRemovalsHead == deferredRemovals.count {
-            deferredRemovals.removeAll(keepingCapacity: deferredRemovals.capacity <= 1024)
-            deferredRemovalsHead = 0
-        } else {
-            armDeferred()  // the next poll must not block while some wait
-        }
-        return removedBefore != 0 || removedThisTurn != 0 || deferredRemovalsHead < deferredRemovals.count
+        if !deferredRemovals.isEmpty { armDeferred() }  // the next poll must not block while some wait
+        return removedBefore != 0 || removedThisTurn != 0 || !deferredRemovals.isEmpty
     }
 
     /// Takes a transfer out of the multi, frees its request resources, returns its easy
@@ -549,16 +537,13 @@ public final class TransferEngine {
             t.state = .cancelled
             detach(t)
         }
-        pendingAdds = []
-        pendingAddsHead = 0
+        pendingAdds.removeAll()
         pendingRemovals = []
-        deferredRemovals = []
-        deferredRemovalsHead = 0
+        deferredRemovals.removeAll()
         pendingResumes = []
         pendingSocketErrors = []
         pendingDenials = []
-        readyQueue = []
-        readyQueueHead = 0
+        readyQueue.removeAll()
         isOpen = false
         pool = []  // curl_easy_cleanup for each, before the multi goes
         // Closes the cached connections: libcurl reports each socket through the socket
