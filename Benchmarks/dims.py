@@ -339,6 +339,7 @@ def dim_bigbody(b):
     b.figure("bigbody.ratio", x_gbs / curl_gbs, "higher")
     b.figure("bigbody.xhrpcd_gbs", x_gbs, "higher")
     b.figure("bigbody.peak_rss_mib", hwm, "lower")
+    b.figure("bigbody.server_cpu_s", server_cpu / rounds, "lower")
 
 
 # ---- 2. 10,000 requests in flight at a slow upstream -------------------------------------

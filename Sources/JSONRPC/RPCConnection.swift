@@ -236,13 +236,25 @@ public final class RPCConnection: RPCPeer {
         messageQueued()
     }
 
-    /// Queues one message encoded already, and a newline.
+    /// Queues one message encoded already, and a newline. A large one (a body read in
+    /// one call) goes to the stream from its own memory, right after what was queued
+    /// before it, instead of being copied into the queue first.
     public func send(encoded message: EncodedJSON) {
         guard isOpen else { return }
+        if message.bytes.count >= Self.directWriteBytes {
+            flush()
+            guard isOpen else { return }
+            write(message.bytes, newline: true)
+            return
+        }
         outBuffer.append(contentsOf: message.bytes)
         outBuffer.append(UInt8(ascii: "\n"))
         messageQueued()
     }
+
+    /// Messages this large are written without the queue: the copy would cost more than
+    /// the write call that writing them apart from the messages around them can add.
+    static let directWriteBytes = 64 << 10
 
     /// Writes what is queued now, or at the end of the read or of the loop turn.
     private func messageQueued() {
@@ -265,9 +277,15 @@ public final class RPCConnection: RPCPeer {
 
     private func flush() {
         guard isOpen, !outBuffer.isEmpty else { return }
-        bytesOut += UInt64(outBuffer.count)
-        stream.write(outBuffer)
+        write(outBuffer, newline: false)
         outBuffer.removeAll(keepingCapacity: outBuffer.capacity <= 1 << 20)
+    }
+
+    /// Hands `bytes` (and a newline) to the stream, then applies the out-queue's limits.
+    private func write(_ bytes: [UInt8], newline: Bool) {
+        bytesOut += UInt64(bytes.count + (newline ? 1 : 0))
+        stream.write(bytes)
+        if newline { withUnsafeBytes(of: UInt8(ascii: "\n")) { stream.write($0) } }
         guard admits(replyBytes: 0) else { return }
         if stream.pendingWriteBytes > limits.pauseReadingBytes { pauseReading() }
     }

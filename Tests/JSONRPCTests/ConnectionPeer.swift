@@ -8,7 +8,9 @@ import Logging
 import Testing
 
 /// Connections of a server on a real loop, each to a client socket of a socket pair,
-/// with one method, `tick`, that records the ids it ran and returns null.
+/// with two methods: `tick`, that records the ids it ran and returns null, and `text`,
+/// whose result is `{"text": …}` of `params.bytes` letters `x`, written in pieces
+/// straight into the response (as a body read is).
 final class ConnectionPeer {
     let loop: Loop
     let coalescer: WriteCoalescer
@@ -34,6 +36,20 @@ final class ConnectionPeer {
             ran.ids[indexOf(call.peer)].append(call.id?.int64Value ?? -1)
             return .result(.null)
         }
+        registry.registerAnyParams("text") { call in
+            let count = Int(call.rawParams?["bytes"]?.int64Value ?? 0)
+            let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 1000)
+            call.reply(capacity: count + 16) { o in
+                o.add(JSONKey("text"), unescapedStringOfCount: count) { append in
+                    piece.withUnsafeBufferPointer { p in
+                        for start in stride(from: 0, to: count, by: p.count) {
+                            append(UnsafeBufferPointer(rebasing: p[..<min(p.count, count - start)]))
+                        }
+                    }
+                }
+            }
+            return .answered
+        }
         let dispatcher = Dispatcher(registry: registry)
         for i in 0..<count {
             var fds: [Int32] = [-1, -1]
@@ -55,6 +71,11 @@ final class ConnectionPeer {
         Array("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"tick\"}\n".utf8)
     }
 
+    /// One text call with id `id` for a text of `bytes` bytes, and a newline.
+    static func text(_ id: Int, bytes: Int) -> [UInt8] {
+        Array("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"text\",\"params\":{\"bytes\":\(bytes)}}\n".utf8)
+    }
+
     /// Writes `count` tick calls (ids 0..<count) on client `i` in one write.
     func send(_ count: Int, on i: Int) {
         write((0..<count).flatMap { Self.tick($0) }, on: i)
@@ -70,6 +91,8 @@ final class ConnectionPeer {
     struct Received {
         var replies: [JSONValue] = []
         var closed = false
+        /// Every byte received, newlines included.
+        var bytes = 0
     }
 
     /// Runs the loop (at most `turns` times) until client `i` has `count` replies or
@@ -86,6 +109,7 @@ final class ConnectionPeer {
                 let n = buffer.withUnsafeMutableBytes { recv(clients[i], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                 if n == 0 { got.closed = true }
                 guard n > 0 else { break }
+                got.bytes += n
                 for event in decoder.feed(Array(buffer[..<n])) {
                     if case .value(let v) = event { got.replies.append(v) } else { Issue.record("bad reply: \(event)") }
                 }

@@ -62,17 +62,33 @@ struct ObjectWriterTests {
         #expect(first.finish().bytes == JSON.encode(["jsonrpc": nil]))
     }
 
-    /// A string member whose text is written in place (base64) reads as the same string
-    /// given as a `String`, empty or not, first member or not.
-    @Test func textWrittenInPlaceMatchesTheEncoder() {
+    /// A string member whose text is handed over in pieces (base64) reads as the same
+    /// string given as a `String`, empty or not, first member or not.
+    @Test func textWrittenInPiecesMatchesTheEncoder() {
         let key = JSONKey("data"), text = Array("QUJD+/8=".utf8)
         var writer = JSONObjectWriter()
-        writer.add(key, unescapedStringOfCount: text.count) { out in
-            #expect(out.count == text.count)
-            _ = out.initialize(from: text)
+        writer.add(key, unescapedStringOfCount: text.count) { append in
+            text.withUnsafeBufferPointer { all in
+                append(UnsafeBufferPointer(rebasing: all[..<3]))
+                append(UnsafeBufferPointer(rebasing: all[3...]))
+            }
         }
-        writer.add(JSONKey("empty"), unescapedStringOfCount: 0) { #expect($0.isEmpty) }
+        writer.add(JSONKey("empty"), unescapedStringOfCount: 0) { _ in }
         #expect(writer.finish().bytes == JSON.encode(["data": "QUJD+/8=", "empty": ""]))
+    }
+
+    /// An object member whose writing throws rethrows, and the writer is still usable.
+    @Test func anObjectWhoseWritingThrowsRethrows() {
+        struct Refused: Error {}
+        var writer = JSONObjectWriter()
+        #expect(throws: Refused.self) {
+            try writer.addObject(JSONKey("result")) { o in
+                o.add(JSONKey("a"), int: 1)
+                throw Refused()
+            }
+        }
+        writer.add(JSONKey("b"), int: 2)
+        #expect(String(decoding: writer.finish().bytes, as: UTF8.self).hasSuffix(#","b":2}"#))
     }
 
     /// Members written once (`JSONConstantMembers`) read as the same members added one

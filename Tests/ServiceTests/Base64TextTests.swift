@@ -31,6 +31,21 @@ struct Base64TextTests {
         }
     }
 
+    /// The text handed over in pieces joins into the same text, for lengths around the
+    /// pieces' boundaries (`pieceBytes`, a multiple of 3) and for none at all.
+    @Test func piecesJoinIntoTheString() {
+        let piece = Base64Text.pieceBytes
+        for length in [0, 1, 2, 3, piece - 1, piece, piece + 1, piece + 2, 2 * piece, 2 * piece + 5] {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 53 &+ 7) }
+            var text: [UInt8] = [], pieces = 0
+            bytes.withUnsafeBufferPointer { all in
+                Base64Text.encode(all, inPieces: { text.append(contentsOf: $0); pieces += 1 })
+            }
+            #expect(text == Array(Base64Text.encode(bytes[...]).utf8), "\(length) bytes")
+            #expect(pieces == (length + piece - 1) / piece, "\(length) bytes")
+        }
+    }
+
     @Test func knownVectors() {
         // RFC 4648 section 10.
         let vectors = ["": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=", "foobar": "Zm9vYmFy"]

@@ -1,5 +1,6 @@
 import EventLoop
 import HTTPEngine
+import JSON
 import JSONRPC
 import Logging
 import SecureStream
@@ -134,13 +135,18 @@ import TestSupport
         #expect(try o.write(Array("hello".utf8)) == 5)
         run { principal.bufferedBytes == 5 }
         #expect(principal.bufferedBytes == 5, "the socket's unread bytes count in the principal's budget")
-        let read = try o.read(maxBytes: 100, encoding: .utf8).decoded()
+        func readResult(_ encoding: BodyEncoding) throws -> JSONValue {
+            var result = JSONObjectWriter()
+            try o.read(maxBytes: 100, encoding: encoding, into: &result)
+            return result.finish().decoded()
+        }
+        let read = try readResult(.utf8)
         #expect(read["data"]?.stringValue == "hello" && read["closed"]?.boolValue == false)
         #expect(principal.bufferedBytes == 0)
         try o.disconnect()
         run { o.state == .disconnected }
         #expect(o.state == .disconnected && o.isIdle)
-        #expect(try o.read(maxBytes: 100, encoding: .base64).decoded()["closed"]?.boolValue == true)
+        #expect(try readResult(.base64)["closed"]?.boolValue == true)
         #expect(env.finishedEntries.map { ($0.method, $0.url, $0.bytesIn, $0.bytesOut, $0.event) }.first
             .map { $0 == ("SOCKET", "tcp://127.0.0.1:\(listener.boundPort ?? 0)", 5, 5, "socket closed") } == true,
             "\(env.finishedEntries)")

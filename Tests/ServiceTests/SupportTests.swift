@@ -55,6 +55,22 @@ import JSONRPC
     #expect(q.isEmpty)
 }
 
+/// Emptied, a queue keeps a large buffer only when told it fills again at once (its
+/// producer waits for room); a small one it always keeps.
+@Test func byteQueueKeepsALargeBufferOnlyWhileRefilled() {
+    let large = [UInt8](repeating: 7, count: 2 << 20), small = [UInt8](repeating: 7, count: 1000)
+    var q = ByteQueue()
+    large.withUnsafeBytes { q.append($0) }
+    q.consume(q.count, keepingMemory: true)
+    #expect(q.isEmpty && q.capacity >= large.count)
+    large.withUnsafeBytes { q.append($0) }
+    q.consume(q.count)
+    #expect(q.isEmpty && q.capacity == 0)
+    small.withUnsafeBytes { q.append($0) }
+    q.consume(q.count)
+    #expect(q.isEmpty && q.capacity >= small.count)
+}
+
 @Test func listenAddressesParse() throws {
     #expect(try ListenAddress.parse("unix:/tmp/x.sock") == .unix(path: "/tmp/x.sock"))
     #expect(try ListenAddress.parse("tcp:127.0.0.1:0") == .tcp(host: "127.0.0.1", port: 0))

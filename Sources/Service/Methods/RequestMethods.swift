@@ -180,7 +180,9 @@ extension Server {
         registry.register("getReceiveBuffer", params: ["request", "encoding?", "maxBytes?"]) { [unowned self] call in
             let r = try request(call)
             let (max, encoding) = try ReadParams.parse(call.params)
-            call.reply(encoded: try r.readBody(maxBytes: max, encoding: encoding))
+            try call.reply(capacity: r.readCapacity(maxBytes: max)) { o in
+                try r.readBody(maxBytes: max, encoding: encoding, into: &o)
+            }
             return .answered
         }
 

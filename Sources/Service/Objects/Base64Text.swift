@@ -23,4 +23,25 @@ enum Base64Text {
         guard bytes.count > 0 else { return }
         xh_base64_encode(bytes.baseAddress, bytes.count, out.baseAddress)
     }
+
+    /// The text of `bytes` handed to `emit` in pieces of up to 64 KiB, one after another,
+    /// each made in the same small buffer: for a long text that is copied on at once (a
+    /// read's `data`, `JSONObjectWriter.add(_:unescapedStringOfCount:_:)`), which then
+    /// never exists whole anywhere else.
+    static func encode(_ bytes: UnsafeBufferPointer<UInt8>, inPieces emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: encodedCount(min(bytes.count, pieceBytes))) { text in
+            var start = 0
+            while start < bytes.count {
+                let piece = UnsafeBufferPointer(rebasing: bytes[start..<min(start + pieceBytes, bytes.count)])
+                let out = UnsafeMutableBufferPointer(rebasing: text[..<encodedCount(piece.count)])
+                encode(piece, into: out)
+                emit(UnsafeBufferPointer(out))
+                start += piece.count
+            }
+        }
+    }
+
+    /// The bytes encoded per piece: a multiple of 3, so that every piece but the last
+    /// ends on a whole group and the pieces' texts join into the text of the whole.
+    static let pieceBytes = 48 << 10
 }

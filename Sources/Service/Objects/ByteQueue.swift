@@ -6,6 +6,8 @@ struct ByteQueue {
     private var head = 0
 
     var count: Int { storage.count - head }
+    /// The memory held, in bytes (for tests).
+    var capacity: Int { storage.capacity }
     var isEmpty: Bool { count == 0 }
 
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
@@ -18,11 +20,12 @@ struct ByteQueue {
         storage[head..<(head + min(n, count))]
     }
 
-    /// Consumes `n` bytes (at most what is there).
-    mutating func consume(_ n: Int) {
+    /// Consumes `n` bytes (at most what is there). Emptied, the queue keeps its memory
+    /// if it is small, or if `keepingMemory` (it is about to fill again).
+    mutating func consume(_ n: Int, keepingMemory: Bool = false) {
         head += min(n, count)
         if head == storage.count {
-            storage.removeAll(keepingCapacity: storage.capacity <= 1 << 20)
+            storage.removeAll(keepingCapacity: keepingMemory || storage.capacity <= 1 << 20)
             head = 0
         }
     }

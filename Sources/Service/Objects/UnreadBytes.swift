@@ -37,29 +37,33 @@ final class UnreadBytes {
     /// taken), straight into `object`; the caller adds its own last member (`done` for a
     /// request's body, `closed` for a socket's input). `complete` says that no more bytes
     /// will come, so a character cut at the very end is an error rather than held back.
-    /// Bytes that are not UTF-8 are refused (and stay unread) with `utf8`. Returns the
-    /// number of bytes taken.
-    func read(maxBytes: Int, encoding: BodyEncoding, complete: Bool,
+    /// `refilling` says that the bytes' producer waits for room (a transfer or socket
+    /// paused because this buffer or the principal's budget is full): it fills the buffer
+    /// again as soon as this read frees it, so the buffer keeps its memory even when the
+    /// read empties it, instead of growing again from nothing (a copy of everything and
+    /// fresh pages each time, for a body read as fast as it arrives). Bytes that are
+    /// not UTF-8 are refused (and stay unread) with `utf8`. Returns the number of bytes taken.
+    func read(maxBytes: Int, encoding: BodyEncoding, complete: Bool, refilling: Bool,
               into object: inout JSONObjectWriter) throws(RPCError) -> Int {
         let n = try readableCount(maxBytes: maxBytes, encoding: encoding, complete: complete)
         queue.peek(n).withUnsafeBufferPointer { chunk in
             switch encoding {
             case .base64:
                 object.add(ReadMembers.data, unescapedStringOfCount: Base64Text.encodedCount(n)) {
-                    Base64Text.encode(chunk, into: $0)
+                    Base64Text.encode(chunk, inPieces: $0)
                 }
             case .utf8:
                 object.add(ReadMembers.data, utf8String: chunk)
             }
         }
-        consume(n)
+        consume(n, keepingMemory: refilling)
         object.add(encoding == .base64 ? ReadMembers.base64 : ReadMembers.utf8)
         object.add(ReadMembers.bytes, int: Int64(n))
         return n
     }
 
-    /// The capacity of a writer for a read's result of up to `maxBytes`, so that it does
-    /// not grow while the data is written.
+    /// The size of a read's result of up to `maxBytes`, reserved at once for the response
+    /// (`RPCCall.reply(capacity:object:)`), so that it does not grow while the data is written.
     func resultCapacity(maxBytes: Int) -> Int {
         64 + Base64Text.encodedCount(min(maxBytes, queue.count))
     }
@@ -97,8 +101,8 @@ final class UnreadBytes {
         if n > 0 { principal.buffered(-n) }
     }
 
-    private func consume(_ n: Int) {
-        queue.consume(n)
+    private func consume(_ n: Int, keepingMemory: Bool) {
+        queue.consume(n, keepingMemory: keepingMemory)
         if n > 0 { principal.buffered(-n) }
     }
 }

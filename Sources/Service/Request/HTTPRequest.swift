@@ -356,16 +356,18 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     /// Reads up to `maxBytes` of the unread body. With `utf8`, a character split at the
     /// end is held back for the next call, and bytes that are not UTF-8 are refused.
     ///
-    /// The result, `{data, encoding, bytes, done}`, is written straight as bytes (every
-    /// object request reads its body here; `UnreadBytes.read`).
-    func readBody(maxBytes: Int, encoding: BodyEncoding) throws(RPCError) -> EncodedJSON {
-        var result = JSONObjectWriter(capacity: body.resultCapacity(maxBytes: maxBytes))
-        _ = try body.read(maxBytes: maxBytes, encoding: encoding, complete: state == .done, into: &result)
+    /// The result's members, `data, encoding, bytes, done`, are written straight into
+    /// `result`, the response's (every object request reads its body here;
+    /// `UnreadBytes.read`); `readCapacity` is their size. Nothing is written or taken when it throws.
+    func readBody(maxBytes: Int, encoding: BodyEncoding, into result: inout JSONObjectWriter) throws(RPCError) {
+        _ = try body.read(maxBytes: maxBytes, encoding: encoding, complete: state == .done,
+                          refilling: transfer?.pauseReasons.contains(.noRoom) == true, into: &result)
         budgetFreed()
         if body.isEmpty { env.objectMayHaveSettled() }
         result.add(HTTPRequest.doneKey, .bool(state == .done && body.isEmpty))
-        return result.finish()
     }
+
+    func readCapacity(maxBytes: Int) -> Int { body.resultCapacity(maxBytes: maxBytes) }
 
     private static let doneKey = JSONKey("done")
 
