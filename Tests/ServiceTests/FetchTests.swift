@@ -18,6 +18,10 @@ import TestSupport
             let bin = try c.call("fetch", ["url": .string(up.base + "/bytes/300")])
             #expect(bin["encoding"] == "base64")
             #expect(bin["body"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } == FixturePattern.bytes(count: 300))
+            // Longer than one piece of the base64 writer (`Base64Text.pieceBytes`), ending mid-group.
+            let long = try c.call("fetch", ["url": .string(up.base + "/bytes/200000")])
+            #expect(long["body"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) }
+                    == FixturePattern.bytes(count: 200_000))
             let failed = try c.call("fetch", ["url": .string("http://127.0.0.1:\(try closedPort())/")])
             #expect(failed["status"] == 0)
         }

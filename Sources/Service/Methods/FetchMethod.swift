@@ -173,7 +173,7 @@ extension Server {
             body = .text(bytes)  // valid UTF-8: written as the string's text, no string made
             encoding = ResultKeys.utf8
         } else {
-            body = .value(.string(Base64Text.encode(bytes[...])))
+            body = .base64(bytes)
             encoding = ResultKeys.base64
         }
         if responseType == "json" && r.status != 0 {
@@ -192,9 +192,11 @@ extension Server {
         call.reply { writeResult(r, body: body, encoding: encoding, into: &$0) }
     }
 
-    /// The body member of fetch's result: UTF-8 text as its bytes, or a value.
+    /// The body member of fetch's result: UTF-8 text as its bytes, bytes written as
+    /// base64, or a value. Neither bytes case makes a `String` first.
     private enum ResultBody {
         case text([UInt8])
+        case base64([UInt8])
         case value(JSONValue)
     }
 
@@ -215,6 +217,7 @@ extension Server {
                                     into result: inout JSONObjectWriter) {
         let bodySize = switch body {
         case .text(let bytes): bytes.count
+        case .base64(let bytes): Base64Text.encodedCount(bytes.count)
         case .value(let value): value.stringValue?.utf8.count ?? 0
         }
         result.reserveCapacity(forMore: 1024 + bodySize)  // the body, and room for the rest
@@ -224,6 +227,12 @@ extension Server {
         result.addObject(ResultKeys.headers) { HTTPRequest.writeHeaderObject(r.responseHeaders, into: &$0) }
         switch body {
         case .text(let bytes): bytes.withUnsafeBufferPointer { result.add(ResultKeys.body, utf8String: $0) }
+        case .base64(let bytes):
+            bytes.withUnsafeBufferPointer { bytes in
+                result.add(ResultKeys.body, unescapedStringOfCount: Base64Text.encodedCount(bytes.count)) {
+                    Base64Text.encode(bytes, inPieces: $0)
+                }
+            }
         case .value(let value): result.add(ResultKeys.body, value)
         }
         result.add(encoding)
