@@ -1,5 +1,5 @@
 /// The compact JSON text of one value, already written: what `JSONObjectWriter` makes,
-/// and what a reply can carry instead of a `JSONValue` tree (`RPCCall.reply(encoded:)`).
+/// and what a peer is sent instead of a `JSONValue` tree (`RPCPeer.send(encoded:)`).
 /// The bytes are exactly those `JSON.encode` writes for the same value.
 public struct EncodedJSON: Sendable {
     public let bytes: [UInt8]

@@ -83,12 +83,6 @@ public final class RPCCall {
         answer(response { $0.add(Self.resultKey, result) })
     }
 
-    /// Answers with a result written already: the same message as `reply(_:)` with the
-    /// equal value, for results built on every request without a tree of values.
-    public func reply(encoded result: EncodedJSON) {
-        answer(response { $0.add(Self.resultKey, encoded: result) })
-    }
-
     /// Answers with a result object that `write` adds the members of, straight into the
     /// response's text: the same message as `reply(_:)` with the equal `JSONObject`, for
     /// results answered often (`server.info`) or large (a body read: `capacity`, the
