@@ -101,9 +101,12 @@ public final class RPCCall {
     }
 
     /// The response message, written straight as bytes with the outcome (`result` or
-    /// `error`) between `jsonrpc` and `id`; nil for a notification, which gets none.
+    /// `error`) between `jsonrpc` and `id`; nil for a notification, which gets none, and
+    /// for a peer that has gone, which would drop it: nothing is written then (a fetch
+    /// that ended after its client left had its result written, body and all, only for
+    /// the bytes to be dropped).
     private func response(capacity: Int = 0, _ writeOutcome: (inout JSONObjectWriter) throws -> Void) rethrows -> EncodedJSON? {
-        guard !isNotification, !isAnswered else { return nil }
+        guard !isNotification, !isAnswered, peer.isOpen else { return nil }
         var message = JSONObjectWriter(reusing: &responseBuffer.bytes, capacity: capacity + Self.envelopeBytes)
         message.add(Self.version)
         try writeOutcome(&message)

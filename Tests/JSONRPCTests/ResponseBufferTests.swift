@@ -46,4 +46,31 @@ struct ResponseBufferTests {
         #expect(texts[4] == #"{"jsonrpc":"2.0","result":""# + String(repeating: "y", count: 20_000) + #"","id":5}"#)
         #expect(texts[5] == #"{"jsonrpc":"2.0","result":{"n":7},"id":6}"#)
     }
+
+    /// A call answered after its peer has gone is answered (once, observers told, the
+    /// batch it belongs to completed) without its response being written: the result's
+    /// writer does not run, and nothing reaches the peer.
+    @Test func aReplyToAPeerThatHasGoneIsNotWritten() {
+        let registry = MethodRegistry()
+        var held: [RPCCall] = []
+        registry.register("later", params: []) { call in
+            held.append(call)
+            return .deferred
+        }
+        let dispatcher = Dispatcher(registry: registry)
+        var answered: [Int64] = []
+        dispatcher.onAnswer = { call, _ in answered.append(call.id?.int64Value ?? -1) }
+        let peer = KeepingPeer()
+        dispatcher.dispatch(["jsonrpc": "2.0", "id": 1, "method": "later"], from: peer)
+        dispatcher.dispatch([["jsonrpc": "2.0", "id": 2, "method": "later"], ["jsonrpc": "2.0", "id": 3, "method": "later"]],
+                            from: peer)
+        #expect(held.count == 3)
+        peer.isOpen = false
+        var written = 0
+        for call in held { call.reply(object: { _ in written += 1 }) }
+        #expect(written == 0)
+        #expect(held.filter { !$0.isAnswered }.isEmpty)
+        #expect(answered == [1, 2, 3])
+        #expect(peer.kept.isEmpty)
+    }
 }
