@@ -49,15 +49,29 @@ function findBinary() {
   throw new Error(`xhrpcd binary not found: set XHRPCD or build it (swift build --product xhrpcd); looked at ${candidates.join(', ')}`);
 }
 
-/** A loopback TCP port that was free a moment ago (bind to 0, read it, close). */
+/**
+ * `count` distinct loopback TCP ports that were free a moment ago: bound to 0 all at
+ * once, read, then closed. Taken one after another, the kernel may hand out the port
+ * it just got back (a TCP and a TLS listener were once given the same one).
+ */
+async function freeTcpPorts(count) {
+  const servers = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const server = net.createServer();
+      servers.push(server);
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+    }
+    return servers.map((s) => s.address().port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(() => resolve()))));
+  }
+}
+
+/** A loopback TCP port that was free a moment ago (see `freeTcpPorts`). */
 async function freeTcpPort() {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
-  return port;
+  return (await freeTcpPorts(1))[0];
 }
 
 /** Resolves with the exit code (null when killed by a signal) once `child` exits, or `undefined` after `ms`. */
@@ -139,13 +153,14 @@ class XhrpcServer {
       fs.writeFileSync(configPath, JSON.stringify({ principals }));
       argv.push('--config', configPath);
     }
+    const ports = await freeTcpPorts(2);
     if (this.tcp) {
-      this.tcpPort = await freeTcpPort();
+      this.tcpPort = ports[0];
       argv.push('--listen', `tcp:127.0.0.1:${this.tcpPort}`);
     }
     if (this.tls) {
       this.certs = makeCerts(path.join(this.dir, 'certs'));
-      this.tlsPort = await freeTcpPort();
+      this.tlsPort = ports[1];
       argv.push('--listen', `tls:127.0.0.1:${this.tlsPort}`,
         '--tls-cert', this.certs.good_cert, '--tls-key', this.certs.good_key);
     }

@@ -59,12 +59,25 @@ def require_binary():
     return path
 
 
-def free_tcp_port(host="127.0.0.1"):
-    """A port that was free a moment ago (bind to 0, read it, close)."""
+def free_tcp_ports(count, host="127.0.0.1"):
+    """``count`` distinct ports that were free a moment ago: bound to 0 all at once, read,
+    then closed. Taken one after another, the kernel may hand out the port it just got
+    back (a TCP and a TLS listener were once given the same one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    sockets = []
+    try:
+        for _ in range(count):
+            sockets.append(socket.socket(family, socket.SOCK_STREAM))
+            sockets[-1].bind((host, 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def free_tcp_port(host="127.0.0.1"):
+    """A port that was free a moment ago (``free_tcp_ports``)."""
+    return free_tcp_ports(1, host)[0]
 
 
 def _pause(proc, seconds):
@@ -137,13 +150,14 @@ class XhrpcServer:
             with open(self.config_path, "w") as f:
                 json.dump(config, f)
             argv += ["--config", self.config_path]
+        ports = free_tcp_ports(2)
         if self.tcp:
-            self.tcp_port = free_tcp_port()
+            self.tcp_port = ports[0]
             argv += ["--listen", "tcp:127.0.0.1:%d" % self.tcp_port]
         if self.tls:
             import certs  # Tests/Fixtures, on sys.path above
             self.certs = certs.make_all(os.path.join(self.dir, "certs"))
-            self.tls_port = free_tcp_port()
+            self.tls_port = ports[1]
             argv += ["--listen", "tls:127.0.0.1:%d" % self.tls_port,
                      "--tls-cert", self.certs["good_cert"], "--tls-key", self.certs["good_key"]]
         if self.tcp or self.tls:

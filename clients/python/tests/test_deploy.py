@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from support import REPO, XhrpcServer, free_tcp_port, require_binary
+from support import REPO, XhrpcServer, free_tcp_ports, require_binary
 from xhrpc import Client, RPCError
 
 DEPLOY = REPO / "deploy"
@@ -502,14 +502,13 @@ class Commands(unittest.TestCase):
         def local(path):
             return d + path
 
-        port = free_tcp_port()
+        port, http_port = free_tcp_ports(2)
         config = example_config()
         tokens = {p["name"]: os.urandom(32).hex() for p in config["principals"]}
         for p in config["principals"]:
             p["tokenSha256"] = hashlib.sha256(tokens[p["name"]].encode()).hexdigest()
         config["listen"] = ["tls:127.0.0.1:%d" % port if a.startswith("tls:") else "unix:" + local(a[5:])
                             for a in config["listen"]]
-        http_port = free_tcp_port()
         if "httpListen" in config:
             config["httpListen"] = "tcp:127.0.0.1:%d" % http_port
         for key in ("tlsCert", "tlsKey", "stateDir"):

@@ -14,7 +14,7 @@ import ssl
 import time
 import unittest
 
-from support import ServerTestCase, free_tcp_port
+from support import ServerTestCase, free_tcp_ports
 from test_principals import ALICE, BOB
 
 import certs  # Tests/Fixtures, on sys.path once support is imported  # noqa: E402
@@ -50,8 +50,7 @@ class WebSocketTestCase(ServerTestCase):
         import tempfile
         cls.cert_dir = tempfile.mkdtemp(prefix="xhrpc-ws-certs-", dir="/tmp")
         cls.certs = certs.make_all(cls.cert_dir)
-        cls.ws_port = free_tcp_port()
-        cls.wss_port = free_tcp_port()
+        cls.ws_port, cls.wss_port = free_tcp_ports(2)
         return ("--listen", "ws:127.0.0.1:%d" % cls.ws_port, "--listen", "wss:127.0.0.1:%d" % cls.wss_port,
                 "--tls-cert", cls.certs["good_cert"], "--tls-key", cls.certs["good_key"],
                 "--ws-origin", ORIGIN, "--max-message-bytes", str(MAX_MESSAGE))
