@@ -16,6 +16,10 @@ public protocol ByteStream: AnyObject {
     func stopReading()
     /// Queues `bytes` for writing, in call order; ignored after close or a write error.
     func write(_ bytes: UnsafeRawBufferPointer)
+    /// Queues `bytes` and a newline after them: one whole line, which a stream framed by
+    /// lines (`WebSocketStream`) sends as it is instead of holding it back as the start
+    /// of a line until its newline comes. The others write the two one after the other.
+    func writeLine(_ bytes: UnsafeRawBufferPointer)
     /// Bytes accepted by `write` and not yet handed to the kernel; 0 once closed.
     var pendingWriteBytes: Int { get }
     /// Runs when `pendingWriteBytes` falls back to 0 after having been above 0.
@@ -42,6 +46,11 @@ extension ByteStream {
     /// Queues `bytes` for writing; see `write(_: UnsafeRawBufferPointer)`.
     public func write(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { write($0) }
+    }
+
+    public func writeLine(_ bytes: UnsafeRawBufferPointer) {
+        write(bytes)
+        withUnsafeBytes(of: UInt8(ascii: "\n")) { write($0) }
     }
 
     /// Closes the stream without waiting for the close to finish.

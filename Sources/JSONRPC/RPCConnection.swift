@@ -281,11 +281,11 @@ public final class RPCConnection: RPCPeer {
         outBuffer.removeAll(keepingCapacity: outBuffer.capacity <= 1 << 20)
     }
 
-    /// Hands `bytes` (and a newline) to the stream, then applies the out-queue's limits.
+    /// Hands `bytes` (as a line of its own, with its newline) to the stream, then applies
+    /// the out-queue's limits.
     private func write(_ bytes: [UInt8], newline: Bool) {
         bytesOut += UInt64(bytes.count + (newline ? 1 : 0))
-        stream.write(bytes)
-        if newline { withUnsafeBytes(of: UInt8(ascii: "\n")) { stream.write($0) } }
+        bytes.withUnsafeBytes { newline ? stream.writeLine($0) : stream.write($0) }
         guard admits(replyBytes: 0) else { return }
         if stream.pendingWriteBytes > limits.pauseReadingBytes { pauseReading() }
     }

@@ -388,18 +388,34 @@ public final class WebSocketStream: ByteStream {
         if !isClosed, pendingWriteBytes > 0 { drainOwed = true }
     }
 
-    private func frameLines(_ bytes: UnsafeRawBufferPointer) {
-        guard let context else { return }
-        lines.split(bytes) { line in
-            guard !line.isEmpty else { return }
-            // wslay copies the message. Refused once a close frame was queued: what
-            // follows is dropped.
-            var message = wslay_event_msg(opcode: UInt8(WSLAY_TEXT_FRAME.rawValue),
-                                          msg: line.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                          msg_length: line.count)
-            _ = wslay_event_queue_msg(context, &message)
+    /// See `ByteStream.writeLine`. A whole line (a large reply, `RPCConnection`) is one
+    /// text frame at once, unless the start of a line is still held, which it then ends.
+    public func writeLine(_ bytes: UnsafeRawBufferPointer) {
+        guard case .open = phase, lines.partial.isEmpty else {
+            write(bytes)
+            withUnsafeBytes(of: UInt8(ascii: "\n")) { write($0) }
+            return
         }
+        guard !isClosed, writeFailure == nil else { return }
+        queueMessage(bytes)
         sendQueued()
+        if !isClosed, pendingWriteBytes > 0 { drainOwed = true }
+    }
+
+    private func frameLines(_ bytes: UnsafeRawBufferPointer) {
+        lines.split(bytes) { line in queueMessage(line) }
+        sendQueued()
+    }
+
+    /// Queues one line as a text frame; an empty line is none.
+    private func queueMessage(_ line: UnsafeRawBufferPointer) {
+        guard let context, !line.isEmpty else { return }
+        // wslay copies the message. Refused once a close frame was queued: what
+        // follows is dropped.
+        var message = wslay_event_msg(opcode: UInt8(WSLAY_TEXT_FRAME.rawValue),
+                                      msg: line.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                      msg_length: line.count)
+        _ = wslay_event_queue_msg(context, &message)
     }
 
     /// Hands wslay's queued frames to the transport.

@@ -102,6 +102,21 @@ class WebSocketTestCase(ServerTestCase):
         batch = json.loads(c.recv(timeout=WAIT))
         self.assertEqual(sorted(m["id"] for m in batch), [10, 11])
 
+    def test_large_replies_come_one_per_frame_among_small_ones(self):
+        # rpc.discover's reply (about 100 KB) is written from its own memory, apart from
+        # the replies queued around it (RPCConnection.directWriteBytes): each reply is
+        # still one text frame, in order, over ws and wss.
+        for secure in (False, True):
+            c = self.ws(token=ALICE["token"], secure=secure)
+            c.send("\n".join(json.dumps(msg(m, None, i)) for i, m in
+                              enumerate(["server.info", "rpc.discover", "server.info", "rpc.discover"], 20)))
+            frames = [c.recv(timeout=WAIT) for _ in range(4)]
+            replies = [json.loads(f) for f in frames]
+            self.assertEqual([r["id"] for r in replies], [20, 21, 22, 23])
+            self.assertGreater(len(frames[1]), 65536)
+            self.assertEqual(replies[1]["result"]["openrpc"], replies[3]["result"]["openrpc"])
+            self.assertIn("version", replies[2]["result"])
+
     def test_wss_with_the_test_ca(self):
         c = self.ws(token=BOB["token"], secure=True)
         self.assertIn("version", self.call(c, "server.info", None, 2)["result"])
