@@ -23,6 +23,28 @@ import Testing
         #expect(try h.finish() == [])
     }
 
+    /// A transfer paused before its deadline does not time out while paused, even when
+    /// the timer was armed for it, and times out once it has run its time after
+    /// `unpause`; another transfer times out meanwhile as if nothing had happened.
+    @Test func aPausedTransferTimesOutAfterItsUnpause() throws {
+        let h = try Harness()
+        var first = TransferRequest(url: h.url("/hang")), second = first
+        first.timeout = 0.3
+        second.timeout = 0.6
+        let (paused, r1) = try h.start(first)
+        let (running, r2) = try h.start(second)
+        paused.pause()
+        h.run(seconds: 10) { r2.completions > 0 }
+        #expect(r2.failure?.code == 28)
+        h.idle(seconds: 0.2)
+        #expect(r1.completions == 0, "paused: its clock stopped")
+        paused.unpause()
+        h.run(seconds: 10) { r1.completions > 0 }
+        #expect(r1.failure?.code == 28)  // CURLE_OPERATION_TIMEDOUT
+        withExtendedLifetime((paused, running)) {}
+        #expect(try h.finish() == [])
+    }
+
     /// Transfers whose time runs out together end `timeoutsPerTurn` a loop turn, not all
     /// in the turn their timer fires (the loop serves nobody else meanwhile); each still
     /// ends with the timeout's failure.
