@@ -244,7 +244,9 @@ public final class RPCConnection: RPCPeer {
         if message.bytes.count >= Self.directWriteBytes {
             flush()
             guard isOpen else { return }
-            write(message.bytes, newline: true)
+            bytesOut += UInt64(message.bytes.count + 1)
+            message.bytes.withUnsafeBytes { stream.writeLine($0) }
+            applyOutQueueLimits()
             return
         }
         outBuffer.append(contentsOf: message.bytes)
@@ -277,15 +279,15 @@ public final class RPCConnection: RPCPeer {
 
     private func flush() {
         guard isOpen, !outBuffer.isEmpty else { return }
-        write(outBuffer, newline: false)
+        bytesOut += UInt64(outBuffer.count)
+        stream.write(outBuffer)
         outBuffer.removeAll(keepingCapacity: outBuffer.capacity <= 1 << 20)
+        applyOutQueueLimits()
     }
 
-    /// Hands `bytes` (as a line of its own, with its newline) to the stream, then applies
-    /// the out-queue's limits.
-    private func write(_ bytes: [UInt8], newline: Bool) {
-        bytesOut += UInt64(bytes.count + (newline ? 1 : 0))
-        bytes.withUnsafeBytes { newline ? stream.writeLine($0) : stream.write($0) }
+    /// After a write: closes the connection past `maxOutboundBytes`, stops reading past
+    /// `pauseReadingBytes`.
+    private func applyOutQueueLimits() {
         guard admits(replyBytes: 0) else { return }
         if stream.pendingWriteBytes > limits.pauseReadingBytes { pauseReading() }
     }

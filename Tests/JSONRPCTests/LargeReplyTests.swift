@@ -25,4 +25,21 @@ import Testing
         #expect(p.connections[0].bytesOut == UInt64(got.bytes))
         try p.close()
     }
+
+    /// The out-queue's limit counts each byte once: replies flushed together that the
+    /// socket did not take whole are queued in the stream, not also still in the
+    /// connection's buffer. 600 KB of replies under a 700 KB limit all arrive; counted
+    /// twice (the stream's part and the whole again) they passed it and the connection
+    /// was closed.
+    @Test func theOutQueueLimitCountsEachByteOnce() throws {
+        var limits = ConnectionLimits()
+        limits.maxOutboundBytes = 700_000
+        let p = try ConnectionPeer(connections: 1, limits: limits)
+        let count = 12, size = 50_000  // each below directWriteBytes: queued, then flushed together
+        p.write((0..<count).flatMap { ConnectionPeer.text($0, bytes: size) }, on: 0)
+        let got = p.receive(count, on: 0)
+        #expect(!got.closed)
+        #expect(got.replies.count == count)
+        try p.close()
+    }
 }
