@@ -18,7 +18,7 @@ final class BenchConnection {
     var inFlight = 0
     /// The ids of calls sent and not answered yet, oldest first, for a workload that
     /// matches replies to calls by order (`InfoWorkload`).
-    var sentIDs = IDQueue()
+    var sentIDs = TurnQueue<Int>()
     /// Whether the connection was closed (by us, or because the server closed it).
     private(set) var isClosed = false
 
@@ -130,24 +130,5 @@ enum CallText {
         var out: [UInt8] = []
         JSON.encode(.string(s), into: &out)
         return out
-    }
-}
-
-/// A first-in, first-out queue of call ids (an array and the index of its head).
-struct IDQueue {
-    private var ids: [Int] = []
-    private var head = 0
-
-    mutating func append(_ id: Int) { ids.append(id) }
-
-    mutating func popFirst() -> Int? {
-        guard head < ids.count else { return nil }
-        let id = ids[head]
-        head += 1
-        if head == ids.count {
-            ids.removeAll(keepingCapacity: true)
-            head = 0
-        }
-        return id
     }
 }
