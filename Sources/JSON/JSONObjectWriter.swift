@@ -97,6 +97,17 @@ public struct JSONObjectWriter {
         bytes.reserveCapacity(bytes.count + count)
     }
 
+    /// Room for a string member's text of `count` bytes (its least, before any escaping)
+    /// and what usually follows it, made at once: a long text (a body read in one call,
+    /// megabytes) then neither grows the buffer while it is written nor makes it grow,
+    /// and copy it all, for the few members and the end of the message after it (a
+    /// read's `encoding`, `bytes` and `done`; the response's `id`).
+    private mutating func reserve(forText count: Int) {
+        bytes.reserveCapacity(bytes.count + count + Self.roomAfterText)
+    }
+
+    private static let roomAfterText = 256
+
     /// A writer with no buffer yet: a nested object takes over its parent's.
     private init(noBuffer: ()) {
         bytes = []
@@ -152,6 +163,7 @@ public struct JSONObjectWriter {
 
     public mutating func add(_ key: JSONKey, utf8String value: UnsafeBufferPointer<UInt8>) {
         self.key(key)
+        reserve(forText: value.count)
         bytes.append(UInt8(ascii: "\""))
         JSONWriter.writeEscaped(value, into: &bytes)
         bytes.append(UInt8(ascii: "\""))
@@ -165,7 +177,7 @@ public struct JSONObjectWriter {
     public mutating func add(_ key: JSONKey, unescapedStringOfCount count: Int,
                              _ write: ((UnsafeBufferPointer<UInt8>) -> Void) -> Void) {
         self.key(key)
-        bytes.reserveCapacity(bytes.count + count + 2)
+        reserve(forText: count)
         bytes.append(UInt8(ascii: "\""))
         write { bytes.append(contentsOf: $0) }
         bytes.append(UInt8(ascii: "\""))

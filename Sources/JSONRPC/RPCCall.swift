@@ -85,12 +85,11 @@ public final class RPCCall {
 
     /// Answers with a result object that `write` adds the members of, straight into the
     /// response's text: the same message as `reply(_:)` with the equal `JSONObject`, for
-    /// results answered often (`server.info`) or large (a body read: `capacity`, the
-    /// result's size in bytes, is reserved at once) with neither a tree nor a second
-    /// buffer. When `write` throws, the call is not answered and the error is rethrown,
-    /// for the handler to answer with.
-    public func reply(capacity: Int = 0, object write: (inout JSONObjectWriter) throws -> Void) rethrows {
-        answer(try response(capacity: capacity) { try $0.addObject(Self.resultKey, write) })
+    /// results answered often (`server.info`) or large (a body read) with neither a tree
+    /// nor a second buffer. When `write` throws, the call is not answered and the error
+    /// is rethrown, for the handler to answer with.
+    public func reply(object write: (inout JSONObjectWriter) throws -> Void) rethrows {
+        answer(try response { try $0.addObject(Self.resultKey, write) })
     }
 
     /// Answers with an error.
@@ -105,18 +104,14 @@ public final class RPCCall {
     /// for a peer that has gone, which would drop it: nothing is written then (a fetch
     /// that ended after its client left had its result written, body and all, only for
     /// the bytes to be dropped).
-    private func response(capacity: Int = 0, _ writeOutcome: (inout JSONObjectWriter) throws -> Void) rethrows -> EncodedJSON? {
+    private func response(_ writeOutcome: (inout JSONObjectWriter) throws -> Void) rethrows -> EncodedJSON? {
         guard !isNotification, !isAnswered, peer.isOpen else { return nil }
-        var message = JSONObjectWriter(reusing: &responseBuffer.bytes, capacity: capacity + Self.envelopeBytes)
+        var message = JSONObjectWriter(reusing: &responseBuffer.bytes)
         message.add(Self.version)
         try writeOutcome(&message)
         message.add(Self.idKey, id ?? .null)
         return message.finish()
     }
-
-    /// The room a response takes around its outcome: `{"jsonrpc":"2.0",…,"id":…}` with
-    /// an id of up to about 80 characters.
-    private static let envelopeBytes = 128
 
     /// Every response's `jsonrpc` member, written once.
     private static let version = JSONConstantMembers(["jsonrpc": "2.0"])

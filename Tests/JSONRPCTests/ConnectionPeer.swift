@@ -39,7 +39,7 @@ final class ConnectionPeer {
         registry.registerAnyParams("text") { call in
             let count = Int(call.rawParams?["bytes"]?.int64Value ?? 0)
             let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 1000)
-            call.reply(capacity: count + 16) { o in
+            call.reply { o in
                 o.add(JSONKey("text"), unescapedStringOfCount: count) { append in
                     piece.withUnsafeBufferPointer { p in
                         for start in stride(from: 0, to: count, by: p.count) {

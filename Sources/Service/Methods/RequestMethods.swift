@@ -180,7 +180,7 @@ extension Server {
         registry.register("getReceiveBuffer", params: ["request", "encoding?", "maxBytes?"]) { [unowned self] call in
             let r = try request(call)
             let (max, encoding) = try ReadParams.parse(call.params)
-            try call.reply(capacity: r.readCapacity(maxBytes: max)) { o in
+            try call.reply { o in
                 try r.readBody(maxBytes: max, encoding: encoding, into: &o)
             }
             return .answered

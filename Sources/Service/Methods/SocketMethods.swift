@@ -62,7 +62,7 @@ extension Server {
         registry.register("socket.read", params: ["socket", "maxBytes?", "encoding?"]) { [unowned self] call in
             let o = try socket(call)
             let (max, encoding) = try ReadParams.parse(call.params)
-            try call.reply(capacity: o.readCapacity(maxBytes: max)) { result in
+            try call.reply { result in
                 try o.read(maxBytes: max, encoding: encoding, into: &result)
             }
             return .answered

@@ -62,12 +62,6 @@ final class UnreadBytes {
         return n
     }
 
-    /// The size of a read's result of up to `maxBytes`, reserved at once for the response
-    /// (`RPCCall.reply(capacity:object:)`), so that it does not grow while the data is written.
-    func resultCapacity(maxBytes: Int) -> Int {
-        64 + Base64Text.encodedCount(min(maxBytes, queue.count))
-    }
-
     /// A read result's keys, and its `encoding` member in its two forms, written once.
     private enum ReadMembers {
         static let data = JSONKey("data")

@@ -358,7 +358,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     ///
     /// The result's members, `data, encoding, bytes, done`, are written straight into
     /// `result`, the response's (every object request reads its body here;
-    /// `UnreadBytes.read`); `readCapacity` is their size. Nothing is written or taken when it throws.
+    /// `UnreadBytes.read`). Nothing is written or taken when it throws.
     func readBody(maxBytes: Int, encoding: BodyEncoding, into result: inout JSONObjectWriter) throws(RPCError) {
         _ = try body.read(maxBytes: maxBytes, encoding: encoding, complete: state == .done,
                           refilling: transfer?.pauseReasons.contains(.noRoom) == true, into: &result)
@@ -366,8 +366,6 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         if body.isEmpty { env.objectMayHaveSettled() }
         result.add(HTTPRequest.doneKey, .bool(state == .done && body.isEmpty))
     }
-
-    func readCapacity(maxBytes: Int) -> Int { body.resultCapacity(maxBytes: maxBytes) }
 
     private static let doneKey = JSONKey("done")
 

@@ -155,16 +155,13 @@ final class RawSocket: SessionObject, BudgetWaiter {
 
     /// Hands out up to `maxBytes` of what was received, each byte once. The result's
     /// members, `data, encoding, bytes, closed`, are written straight into `result`, the
-    /// response's (`UnreadBytes.read`); `readCapacity` is their size. Nothing is written or
-    /// taken when it throws.
+    /// response's (`UnreadBytes.read`). Nothing is written or taken when it throws.
     func read(maxBytes: Int, encoding: BodyEncoding, into result: inout JSONObjectWriter) throws(RPCError) {
         _ = try inbound.read(maxBytes: maxBytes, encoding: encoding, complete: inputEnded, refilling: readingPaused,
                              into: &result)
         budgetFreed()
         result.add(RawSocket.closedKey, .bool(inputEnded && inbound.isEmpty))
     }
-
-    func readCapacity(maxBytes: Int) -> Int { inbound.resultCapacity(maxBytes: maxBytes) }
 
     private static let closedKey = JSONKey("closed")
 
