@@ -270,13 +270,14 @@ public final class TransferEngine {
             t.state = .cancelled
             if inCurl {
                 pendingRemovals.append(t)
-            } else if removedThisTurn < TransferEngine.removalsPerTurn {
+                return
+            }
+            watchTurn()  // renews the allowance, or takes the waiting ones out, at the turn's end
+            if removedThisTurn < TransferEngine.removalsPerTurn {
                 removedThisTurn += 1
-                watchTurn()
                 detach(t)
             } else {
                 deferredRemovals.append(t)
-                watchTurn()
                 armDeferred()
             }
         }
