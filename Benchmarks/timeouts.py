@@ -16,6 +16,11 @@ xhrpcd used meanwhile:
 
     python3 Benchmarks/timeouts.py [--bin-dir .build/release] [--count 10000] [--timeout 4]
 
+With `--spread S` the timeouts go evenly from T to T + S, so that the timer fires for a
+few transfers at a time instead of for all of them at once:
+
+    python3 Benchmarks/timeouts.py --timeout 4 --spread 4
+
 With `--client-gone S` the clients close their connections S seconds after writing,
 before the timeouts: the first answers xhrpcd writes then fail, and it cancels each
 connection's other fetches. The probe runs from all held to 3 s after the timeout:
@@ -49,7 +54,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_clients(sock, url, per, timeout, gone, answered, timed_out):
+def run_clients(sock, url, per, timeout, spread, gone, answered, timed_out):
     """Writes `per` fetch calls on each of CONNECTIONS connections, then reads every
     answer (one selector loop), counting them in the shared values; or, with `gone`,
     closes the connections that many seconds after writing and counts every call as
@@ -59,7 +64,7 @@ def run_clients(sock, url, per, timeout, gone, answered, timed_out):
         s = socket.socket(socket.AF_UNIX)
         s.connect(sock)
         s.sendall(b"".join(json.dumps({"jsonrpc": "2.0", "id": k, "method": "fetch",
-                                       "params": {"url": url, "timeout": timeout}}).encode() + b"\n"
+                                       "params": {"url": url, "timeout": round(timeout + spread * k / per, 4)}}).encode() + b"\n"
                            for k in range(per)))
         s.setblocking(False)
         conns.append(s)
@@ -74,7 +79,7 @@ def run_clients(sock, url, per, timeout, gone, answered, timed_out):
     with selectors.DefaultSelector() as sel:
         for s in conns:
             sel.register(s, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout + 60
+        deadline = time.monotonic() + timeout + spread + 60
         while any(left.values()) and time.monotonic() < deadline:
             for key, _ in sel.select(1):
                 s = key.fileobj
@@ -98,6 +103,8 @@ def main():
     p.add_argument("--bin-dir", default=os.path.join(HERE, "..", ".build", "release"))
     p.add_argument("--count", type=int, default=10000)
     p.add_argument("--timeout", type=float, default=4.0, help="each fetch's timeout in seconds")
+    p.add_argument("--spread", type=float, default=0.0, metavar="SECONDS",
+                   help="spread the timeouts evenly from T to T + SECONDS (default 0: all together)")
     p.add_argument("--client-gone", type=float, metavar="SECONDS",
                    help="the clients close their connections this long after writing, before the timeout; "
                         "xhrpcd finds them gone when it writes the first answers and cancels the rest. "
@@ -125,7 +132,7 @@ def main():
         t0 = time.monotonic()
         # The clients run in a process of their own: reading 10,000 answers in threads
         # of this one held the GIL for milliseconds at a time and the probe waited.
-        clients = multiprocessing.Process(target=run_clients, args=(sock, url, per, a.timeout, a.client_gone, answered, timed_out))
+        clients = multiprocessing.Process(target=run_clients, args=(sock, url, per, a.timeout, a.spread, a.client_gone, answered, timed_out))
         clients.start()
         held = 0
         while held < per * CONNECTIONS and time.monotonic() - t0 < a.timeout:
@@ -141,7 +148,7 @@ def main():
         def going_on():
             if a.client_gone is not None:
                 return time.monotonic() - t0 < a.timeout + 3
-            return answered.value < per * CONNECTIONS and time.monotonic() - t0 < a.timeout + 60
+            return answered.value < per * CONNECTIONS and time.monotonic() - t0 < a.timeout + a.spread + 60
         while going_on():
             sent = time.monotonic()
             probe.sendall(b'{"jsonrpc":"2.0","id":1,"method":"server.info"}\n')

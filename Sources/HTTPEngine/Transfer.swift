@@ -86,7 +86,7 @@ public final class Transfer {
     var roomMade = false
     /// The engine's next-turn timer will bring libcurl's pause in line with the reasons.
     var pauseUpdateScheduled = false
-    /// Where the engine's `active` and `timed` sets hold it (`TransferSet`).
+    /// Where the engine's `active` and `timed` sets hold it.
     var places = Places()
     /// The whole-transfer timeout's clock (`TransferEngine+Pause.swift`).
     var activeClock = ActiveClock()

@@ -18,32 +18,35 @@ import CShims
 /// libcurl's keeps running while a transfer is paused (its deadline is fixed when the
 /// transfer starts), so a caller's pause longer than the timeout would fail the
 /// transfer. Each transfer's `ActiveClock` stops while the caller holds it paused; one
-/// timer fires at the earliest deadline among the running ones (`armTimeouts`) and ends
+/// timer fires at the earliest deadline in `timed` (`TransferDeadlines`) and ends
 /// the transfers whose run time is used up, as libcurl would, with
 /// `CURLE_OPERATION_TIMEDOUT` and libcurl's wording. A pause for lack of room does not
 /// stop the clock: a reader too slow for the timeout it asked for still times out.
 /// No low-speed limit (`CURLOPT_LOW_SPEED_*`) is set on any transfer, so none can fire
 /// while one is paused.
 extension TransferEngine {
-    /// The caller's pause (`Transfer.pause`). The timer is left as it is: if it was armed
-    /// for this transfer's deadline it fires for nothing (a stopped clock has none) and
-    /// arms itself for the next, which costs one walk of the timed transfers then instead
-    /// of one at every pause.
+    /// The caller's pause (`Transfer.pause`). Its deadline goes to the back of `timed`
+    /// (a stopped clock has none); the timer is left as it is, and if it was armed for
+    /// this transfer it fires for nothing and arms itself for the next deadline.
     func pause(_ t: Transfer) {
         guard isOpen, t.state == .running || t.state == .waitingToAdd, !t.pauseReasons.contains(.requested) else { return }
         t.pauseReasons.insert(.requested)
         t.activeClock.stop(at: TransferEngine.monotonicSeconds())
+        timed.move(t, to: .infinity)
         holdIfRequested(t)
     }
 
     /// Lifts the caller's pause (`Transfer.unpause`); libcurl follows on the next turn.
-    /// The transfer's clock runs again, so its deadline is one more for the timer.
+    /// The transfer's clock runs again, so it has a deadline again.
     func unpause(_ t: Transfer) {
         guard isOpen, t.state == .running || t.state == .waitingToAdd, t.pauseReasons.contains(.requested) else { return }
         t.pauseReasons.remove(.requested)
         t.activeClock.start(at: TransferEngine.monotonicSeconds())
         schedulePauseUpdate(t)
-        if timed.contains(t) { armTimeout(for: t) }
+        if let deadline = t.activeClock.deadline(for: t.request.timeout), timed.contains(t) {
+            timed.move(t, to: deadline)
+            armTimeouts()
+        }
     }
 
     /// Pauses libcurl in both directions if the caller holds `t` and its handle is in
@@ -81,28 +84,13 @@ extension TransferEngine {
 
     // MARK: - Timeouts
 
-    /// Arms the timeout timer for the earliest deadline among the transfers in `timed`
-    /// whose clock runs, or stops it when there is none.
+    /// Makes the timer fire by the earliest deadline in `timed` at the latest. A timer
+    /// armed for an earlier one is left alone: when it fires it finds nothing due (the
+    /// transfer ended or was paused) and arms itself for what is earliest then.
     func armTimeouts() {
-        guard isOpen else { return }
-        var earliest: Double?
-        for t in timed.members {
-            guard let d = t.activeClock.deadline(for: t.request.timeout) else { continue }
-            earliest = min(earliest ?? d, d)
-        }
-        guard let earliest else {
-            timeoutTimer.stop()
-            return
-        }
-        armTimeout(at: earliest)
-    }
-
-    /// Makes the timer fire by `deadline` at the latest: a start adds one deadline, so
-    /// only an earlier one than the timer's needs a change (no scan of `timed`).
-    func armTimeout(for t: Transfer) {
-        guard isOpen, let d = t.activeClock.deadline(for: t.request.timeout) else { return }
-        if timeoutTimer.isActive, let armed = timeoutArmedFor, armed <= d { return }
-        armTimeout(at: d)
+        guard isOpen, let deadline = timed.earliest?.deadline, deadline.isFinite else { return }
+        if timeoutTimer.isActive, let armed = timeoutArmedFor, armed <= deadline { return }
+        armTimeout(at: deadline)
     }
 
     /// Arms the timer for `deadline`, and for 1 ms from now when it has passed: libuv
@@ -120,20 +108,23 @@ extension TransferEngine {
     /// `server.info` call on another connection waited 360 ms.
     static let timeoutsPerTurn = 32
 
-    /// The timeout timer fired: ends the transfers whose time is used up, at most
-    /// `timeoutsPerTurn` of them (the others on the next turns), then arms the timer for
-    /// the next deadline. Not inside libcurl, so transfers leave the multi at once, and
-    /// each delegate hears its completion last, as from `complete`.
+    /// The timeout timer fired: ends the transfers whose time is used up, earliest
+    /// first, at most `timeoutsPerTurn` of them (the others on the next turns), then arms
+    /// the timer for the next deadline. A transfer still waiting to join the multi ends
+    /// too, since its time ran while it waited; a cancelled one only leaves `timed`. Not
+    /// inside libcurl, so transfers leave the multi at once, and each delegate hears its
+    /// completion last, as from `complete`; what a delegate starts or cancels meanwhile
+    /// is in `timed` when the next is read.
     func timeoutsDue() {
         guard isOpen else { return }
         let now = TransferEngine.monotonicSeconds()
-        var due: [Transfer] = []
-        for t in timed.members where t.state == .running {
-            guard let d = t.activeClock.deadline(for: t.request.timeout), d <= now else { continue }
-            due.append(t)
-            if due.count == TransferEngine.timeoutsPerTurn { break }
-        }
-        for t in due where t.state == .running {
+        var ended = 0
+        while ended < TransferEngine.timeoutsPerTurn, let (t, deadline) = timed.earliest, deadline <= now {
+            guard t.state == .running || t.state == .waitingToAdd else {
+                timed.remove(t)  // cancelled, silent, waiting for its removal turn
+                continue
+            }
+            ended += 1
             let failure = timedOut(t, now: now)
             t.metrics = TransferMetrics(
                 effectiveURL: t.slot?.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? t.hop.url,

@@ -51,8 +51,9 @@ public final class TransferEngine {
     let deferredTimer: Timer
     /// Fires at the earliest deadline of the transfers in `timed`.
     let timeoutTimer: Timer
-    /// Running transfers with a timeout; the rest never need the timeout timer.
-    var timed = TransferSet(.timed)
+    /// Started transfers with a timeout, by deadline; the rest never need the timeout
+    /// timer.
+    var timed = TransferDeadlines()
     /// The deadline the timeout timer was last armed for.
     var timeoutArmedFor: Double?
     /// Counts the libuv handles this engine opened and not yet saw closed, so `shutdown`
@@ -70,7 +71,7 @@ public final class TransferEngine {
 
     /// Transfers started and not yet completed or cancelled; holds the strong reference
     /// libcurl's callbacks rely on.
-    var active = TransferSet(.active)
+    var active = TransferSet()
 
     /// Running transfers paused for any reason (`PauseReasons`: their reader has no
     /// room, or their client paused them); for metrics.
@@ -214,8 +215,8 @@ public final class TransferEngine {
         t.engine = self
         active.insert(t)
         if t.request.timeout > 0 {
-            timed.insert(t)
-            armTimeout(for: t)
+            timed.insert(t, deadline: t.activeClock.deadline(for: t.request.timeout) ?? .infinity)
+            armTimeouts()
         }
         guard !inCurl, admitsNow(t) else {
             enqueue(t)

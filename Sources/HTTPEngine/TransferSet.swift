@@ -1,13 +1,9 @@
-/// A set of transfers the engine holds (`TransferEngine.active`, `.timed`), each
-/// transfer knowing its own place in it: joining and leaving take constant time with
-/// no hashing, where a dictionary keyed by the transfer's identity hashed on every
-/// start and every end. The order is not kept: a leaving transfer's place goes to the
-/// last one.
+/// The transfers the engine holds (`TransferEngine.active`), each transfer knowing its
+/// own place in the set (`Transfer.places.active`): joining and leaving take constant
+/// time with no hashing, where a dictionary keyed by the transfer's identity hashed on
+/// every start and every end. The order is not kept: a leaving transfer's place goes to
+/// the last one. (The timed transfers, which need an order, are `TransferDeadlines`.)
 struct TransferSet {
-    /// Which of a transfer's places this set keeps (`Transfer.places`).
-    enum Role { case active, timed }
-
-    let role: Role
     /// The members, in no particular order; holds the strong references.
     private(set) var members: [Transfer] = []
     /// How many members are paused (`Transfer.isPaused`), kept as they join, leave and
@@ -15,16 +11,14 @@ struct TransferSet {
     /// every member (10,000 of them took a `/metrics` scrape 6 ms).
     private(set) var pausedCount = 0
 
-    init(_ role: Role) { self.role = role }
-
     var count: Int { members.count }
     var isEmpty: Bool { members.isEmpty }
 
-    func contains(_ t: Transfer) -> Bool { t.places[role] >= 0 }
+    func contains(_ t: Transfer) -> Bool { t.places.active >= 0 }
 
     mutating func insert(_ t: Transfer) {
         guard !contains(t) else { return }
-        t.places[role] = members.count
+        t.places.active = members.count
         members.append(t)
         if t.isPaused { pausedCount += 1 }
     }
@@ -36,19 +30,19 @@ struct TransferSet {
     }
 
     mutating func remove(_ t: Transfer) {
-        let i = t.places[role]
+        let i = t.places.active
         guard i >= 0 else { return }
-        t.places[role] = -1
+        t.places.active = -1
         if t.isPaused { pausedCount -= 1 }
         let last = members.removeLast()
         if last !== t {
             members[i] = last
-            last.places[role] = i
+            last.places.active = i
         }
     }
 
     mutating func removeAll() {
-        for t in members { t.places[role] = -1 }
+        for t in members { t.places.active = -1 }
         members = []
         pausedCount = 0
     }
@@ -57,12 +51,9 @@ struct TransferSet {
 extension Transfer {
     /// A transfer's index in each of the engine's sets, -1 when not in it.
     struct Places {
+        /// In `TransferEngine.active` (`TransferSet`).
         var active = -1
+        /// In `TransferEngine.timed` (`TransferDeadlines`).
         var timed = -1
-
-        subscript(role: TransferSet.Role) -> Int {
-            get { role == .active ? active : timed }
-            set { if role == .active { active = newValue } else { timed = newValue } }
-        }
     }
 }
