@@ -10,6 +10,7 @@ CPU time was waiting for a core (the benchmark's other processes share it).
 
     python3 Benchmarks/turns.py --only inflight --top 8
     python3 Benchmarks/turns.py --only inflight --from 1.5 --to 3.0   # the ramp only
+    python3 Benchmarks/turns.py --timeouts '--timeout 6 --client-gone 3'  # timeouts.py instead
 
 Needs `perf` (linux-perf) and a release build (`make release`). The figures run.py prints
 meanwhile that read xhrpcd's process (its CPU time and RSS) are perf's, not xhrpcd's;
@@ -40,6 +41,9 @@ def parse_args():
     p.add_argument("--from", dest="start", type=float, default=0.0, help="only turns from this second on")
     p.add_argument("--to", dest="end", type=float, default=float("inf"), help="only turns before this second")
     p.add_argument("--quick", action="store_true", help="run.py --quick")
+    p.add_argument("--timeouts", metavar="ARGS",
+                   help="run timeouts.py with these arguments instead of a run.py dimension "
+                        "(e.g. --timeouts '--timeout 6 --client-gone 3')")
     return p.parse_args()
 
 
@@ -55,7 +59,10 @@ def record(args, tmp):
                 f"-F {SAMPLE_HZ} -g -o {data} {real} \"$@\"\n")
     os.chmod(os.path.join(bin_dir, "xhrpcd"), 0o755)
     os.symlink(os.path.abspath(os.path.join(args.bin_dir, "xhrpc-bench")), os.path.join(bin_dir, "xhrpc-bench"))
-    command = [sys.executable, os.path.join(HERE, "run.py"), "--bin-dir", bin_dir, "--only", args.only]
+    if args.timeouts is not None:
+        command = [sys.executable, os.path.join(HERE, "timeouts.py"), "--bin-dir", bin_dir, *args.timeouts.split()]
+    else:
+        command = [sys.executable, os.path.join(HERE, "run.py"), "--bin-dir", bin_dir, "--only", args.only]
     if args.quick:
         command.append("--quick")
     print("turns.py: " + " ".join(command), flush=True)

@@ -82,4 +82,47 @@ import TestSupport
             #expect(server.waitStopped())
         }
     }
+
+    /// A client that goes with more fetches in flight than a turn releases
+    /// (`Server.goneFetchesPerTurn`). The server learns it has gone when it writes the
+    /// one answer that comes (a Unix socket's peer may only have shut down its writing
+    /// side, and still read), then releases the others a batch per turn, until none is
+    /// left in flight.
+    @Test func theFetchesOfAClientThatGoesAreAllReleased() throws {
+        let n = 3 * Server.goneFetchesPerTurn + 10
+        try withServer({ config in config.limits.transfers = 2 * n; config.limits.requests = 4 * n }) { server, up in
+            let watcher = try server.connect()
+            func inFlight() throws -> Int64? { try watcher.call("server.stats")["transfersInFlight"]?.int64Value }
+            var c: TestClient? = try server.connect()
+            for _ in 0..<n { c!.send("fetch", ["url": .string(up.base + "/hang")]) }
+            c!.send("fetch", ["url": .string(up.base + "/delay/300")])
+            let deadline = Date().addingTimeInterval(20)
+            while try inFlight() != Int64(n + 1), Date() < deadline { usleep(5_000) }
+            #expect(try inFlight() == Int64(n + 1))
+            c = nil
+            try watcher.waitForConnections(1)
+            while try inFlight() != 0, Date() < deadline { usleep(5_000) }
+            #expect(try inFlight() == 0)
+        }
+    }
+
+    /// A stop that comes while a gone client's fetches wait for their turn releases them
+    /// all, and stops with no handle left open (`withServer` checks).
+    @Test func aStopReleasesTheFetchesOfAGoneClient() throws {
+        let n = 8 * Server.goneFetchesPerTurn
+        try withServer({ config in config.limits.transfers = 2 * n; config.limits.requests = 4 * n }) { server, up in
+            var c: TestClient? = try server.connect()
+            for _ in 0..<n { c!.send("fetch", ["url": .string(up.base + "/hang")]) }
+            c!.send("fetch", ["url": .string(up.base + "/delay/300")])
+            let watcher = try server.connect()
+            let deadline = Date().addingTimeInterval(20)
+            while try watcher.call("server.stats")["transfersInFlight"]?.int64Value != Int64(n + 1), Date() < deadline {
+                usleep(5_000)
+            }
+            c = nil
+            try watcher.waitForConnections(1)
+            server.signalStop()
+            #expect(server.waitStopped())
+        }
+    }
 }

@@ -133,6 +133,7 @@ extension Server {
         closeDeadline = nil
         for c in refused.values { c.close(reason: "shutting down") }
         lifetime.close()
+        releaseAllGoneFetches()
         for p in principals.values {
             for o in p.objects.values { release(o) }
         }

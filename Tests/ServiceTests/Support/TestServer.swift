@@ -31,6 +31,9 @@ final class TestServer: @unchecked Sendable {
     }()
 
     init(_ tweak: @escaping @Sendable (inout ServerConfig) -> Void = { _ in }) throws {
+        // A write to a client that has gone raises SIGPIPE; xhrpcd ignores it in main,
+        // and so must the test process the server runs in.
+        signal(SIGPIPE, SIG_IGN)
         directory = try makeTemporaryDirectory()
         socketPath = directory + "/xhrpc.sock"
         let path = socketPath
