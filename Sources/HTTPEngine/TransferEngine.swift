@@ -39,6 +39,9 @@ import Logging
 public final class TransferEngine {
     let loop: Loop
     let options: EngineOptions
+    /// `User-Agent: …` for the requests that name none, as C text (`configureHeaders`);
+    /// nil when the options give no User-Agent.
+    let userAgentLine: ContiguousArray<CChar>?
     let multi: MultiHandle
     /// False once `shutdown` cleaned up the multi: nothing may touch it after that.
     var isOpen = true
@@ -127,6 +130,7 @@ public final class TransferEngine {
     public init(loop: Loop, options: EngineOptions = .init()) throws {
         self.loop = loop
         self.options = options
+        userAgentLine = options.userAgent.isEmpty ? nil : "User-Agent: \(options.userAgent)".utf8CString
         guard let m = curl_multi_init() else {
             throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_multi_init failed: out of memory")
         }

@@ -61,6 +61,40 @@ import TestSupport
         #expect(try h.finish() == [])
     }
 
+    /// The engine's User-Agent (a line of the request's own list, not libcurl's option)
+    /// reaches the origin once, through a tunnel as in absolute form, and the CONNECT
+    /// that opens the tunnel carries it too (from the option, which only a request
+    /// through a proxy sets); a request that names its own sends only that one.
+    @Test func theUserAgentGoesOnceToTheOriginAndToTheTunnel() throws {
+        let p = try Self.proxy(["--auth", "basic"])
+        defer { p.stop() }
+        var options = TestCertificates.trustingTestCA
+        options.userAgent = "engine-ua/1"
+        let h = try Harness(options: options, upstreamArguments: TestCertificates.serving("good_cert", "good_key"))
+        func originUserAgent(_ r: Recorder) -> String? { (json(r)["headers"] as? [String: Any])?["user-agent"] as? String }
+        func proxiedUserAgent(_ records: [[String: Any]]) -> String? {
+            (records.last?["headers"] as? [String: Any])?["user-agent"] as? String
+        }
+        var tunnelled = TransferRequest(url: h.httpsURL("/echo"))
+        tunnelled.proxy = Self.settings(p, .basic)
+        let r1 = try h.fetch(tunnelled)
+        #expect(r1.succeeded && originUserAgent(r1) == "engine-ua/1")
+        var records = try Self.log(h, p)
+        #expect(records.last?["method"] as? String == "CONNECT" && proxiedUserAgent(records) == "engine-ua/1")
+        #expect(try h.finish() == [])
+        let plain = try Harness(options: options)
+        var absolute = TransferRequest(url: plain.url("/echo"))
+        absolute.proxy = Self.settings(p, .basic)
+        absolute.headers = [("user-agent", "own/2")]
+        let r2 = try plain.fetch(absolute)
+        #expect(r2.succeeded && originUserAgent(r2) == "own/2")
+        records = try Self.log(plain, p)
+        #expect(records.last?["method"] as? String == "GET" && proxiedUserAgent(records) == "own/2")
+        let direct = try plain.fetch(TransferRequest(url: plain.url("/echo")))
+        #expect(originUserAgent(direct) == "engine-ua/1")
+        #expect(try plain.finish() == [])
+    }
+
     /// Verification is not switched off by the tunnel: a self-signed origin fails.
     @Test func tunnelledOriginIsStillVerified() throws {
         let p = try Self.proxy(["--auth", "basic"])
