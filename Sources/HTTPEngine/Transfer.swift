@@ -60,7 +60,11 @@ public final class Transfer {
     /// - `running` → `finished` (libcurl said done) or `cancelled`
     /// The delegate hears from a transfer only while it is `running`.
     enum State { case idle, waitingToAdd, running, finished, cancelled }
-    var state = State.idle
+    var state = State.idle {
+        didSet {
+            if (oldValue == .waitingToAdd) != (state == .waitingToAdd) { engine?.waitingToJoin += state == .waitingToAdd ? 1 : -1 }
+        }
+    }
     /// The engine that runs it, for `resume()`; weak because the engine owns running
     /// transfers, never the other way round.
     weak var engine: TransferEngine?
@@ -90,6 +94,10 @@ public final class Transfer {
     var places = Places()
     /// The whole-transfer timeout's clock (`TransferEngine+Pause.swift`).
     var activeClock = ActiveClock()
+    /// The sockets opened for this transfer (`TransferEngine.openSocket`), checked when it
+    /// leaves the multi: libcurl may have closed some without a word
+    /// (`forgetSocketsClosedUnannounced`).
+    var openedSockets: [curl_socket_t] = []
     /// The cached connection this transfer used, noted at completion (weak: the watch
     /// goes when the socket closes).
     weak var lastConnection: SocketWatch?

@@ -30,9 +30,6 @@ extension TransferEngine {
     /// Of those, at most this many that open a new connection.
     static let connectsPerTurn = 4
 
-    /// Transfers started and still waiting to join the multi (cancelled ones leave when
-    /// their turn comes).
-    var waitingToJoin: Int { pendingAdds.count }
 
     /// Whether `t`, started outside libcurl's callbacks, may join the multi now: nothing
     /// started before it is still waiting and this turn has room. Counts it if so.

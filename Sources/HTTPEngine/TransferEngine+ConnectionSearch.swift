@@ -59,9 +59,11 @@ extension TransferEngine {
         return transfersRunning(besides: t) >= max(1, options.maxConnections)
     }
 
-    /// The transfers in the multi, or about to join it this turn, other than `t`.
+    /// The transfers in the multi, or about to join it this turn, other than `t`. A
+    /// waiting `t` (being admitted) is among both the active and the waiting, so
+    /// it is out already.
     func transfersRunning(besides t: Transfer) -> Int {
-        activeTransfers - waitingToJoin - (active.contains(t) ? 1 : 0)
+        activeTransfers - waitingToJoin - (active.contains(t) && t.state != .waitingToAdd ? 1 : 0)
     }
 
     /// Keeps libcurl's cache limit at `maxConnections` idle connections beyond the

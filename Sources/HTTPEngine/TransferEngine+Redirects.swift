@@ -58,11 +58,7 @@ extension TransferEngine {
         // The finished hop leaves the multi; its connection goes back to the cache.
         let suspect = t.connectionSuspect ? cachedConnection(of: slot) : nil
         t.earlierConnections += slot.easy.info(long: CURLINFO_NUM_CONNECTS) ?? 0
-        if t.inMulti {
-            t.inMulti = false
-            let rc = curl_multi_remove_handle(multi.raw, slot.easy.raw)
-            if rc != CURLM_OK { log.warning("curl_multi_remove_handle: \(String(cString: curl_multi_strerror(rc)))") }
-        }
+        removeFromMulti(t, slot)
         if let suspect { retire(suspect) }
         t.releaseResources()
         slot.reset()

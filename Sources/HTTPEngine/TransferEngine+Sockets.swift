@@ -170,7 +170,24 @@ extension TransferEngine {
         guard fd >= 0 else { return CURL_SOCKET_BAD }
         if watch(fd) != nil { closeWatch(fd: fd) }
         setWatch(fd, openedByEngine: true)
+        t.openedSockets.append(fd)
         return fd
+    }
+
+    /// libcurl 7.88 closes a socket that is still connecting (one not yet its
+    /// connection's, as a happy-eyeballs attempt is) with a plain `close`: no
+    /// close-socket callback, no `CURL_POLL_REMOVE`. A transfer taken out of the multi
+    /// while connecting leaves its socket's poll behind, and when that poll was started
+    /// in the same turn libuv then registers a closed descriptor with epoll and aborts
+    /// the process (`EBADF`; a client that went with fetches connecting did it). So when
+    /// a transfer leaves the multi its sockets are checked, and the poll of any that is
+    /// no longer open is closed. A number reused since by another socket of libcurl's
+    /// had its stale poll closed when it opened (`openSocket`).
+    func forgetSocketsClosedUnannounced(by t: Transfer) {
+        for fd in t.openedSockets where watch(fd) != nil && fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            closeWatch(fd: fd)
+        }
+        t.openedSockets.removeAll()
     }
 
     /// `CURLOPT_CLOSESOCKETFUNCTION`: the descriptor really closes. The poll is closed

@@ -87,6 +87,12 @@ public final class TransferEngine {
     var inCurl = false
     /// Transfers waiting to join the multi (`TransferEngine+Admission.swift`).
     var pendingAdds = TurnQueue<Transfer>()
+    /// How many transfers are `waitingToAdd`, kept by `Transfer.state` as transfers enter
+    /// and leave that state. Not `pendingAdds.count`: a transfer cancelled or timed out
+    /// while waiting stays in the queue until its turn comes, and counting it made the
+    /// number of running transfers (`transfersRunning`) negative, and a receive buffer's
+    /// share a division by zero, once a client let go of many waiting fetches at once.
+    var waitingToJoin = 0
     /// Transfers that joined the multi this loop turn; the admission handle resets it.
     var admittedThisTurn = 0
     /// Of those, the ones that open a new connection (`connectsPerTurn`).
@@ -305,6 +311,16 @@ public final class TransferEngine {
         return removedBefore != 0 || removedThisTurn != 0 || !deferredRemovals.isEmpty
     }
 
+    /// Takes `t`'s handle out of the multi if it is in, and forgets the sockets libcurl
+    /// closed on the way without saying so.
+    func removeFromMulti(_ t: Transfer, _ slot: EasySlot) {
+        guard t.inMulti else { return }
+        t.inMulti = false
+        let rc = curl_multi_remove_handle(multi.raw, slot.easy.raw)
+        if rc != CURLM_OK { log.warning("curl_multi_remove_handle: \(String(cString: curl_multi_strerror(rc)))") }
+        forgetSocketsClosedUnannounced(by: t)
+    }
+
     /// Takes a transfer out of the multi, frees its request resources, returns its easy
     /// handle to the pool and drops the engine's reference. The transfer's state was set
     /// to `finished` or `cancelled` before, so libcurl callbacks that
@@ -312,11 +328,7 @@ public final class TransferEngine {
     func detach(_ t: Transfer) {
         if let slot = t.slot {
             t.slot = nil
-            if t.inMulti {
-                t.inMulti = false
-                let rc = curl_multi_remove_handle(multi.raw, slot.easy.raw)
-                if rc != CURLM_OK { log.warning("curl_multi_remove_handle: \(String(cString: curl_multi_strerror(rc)))") }
-            }
+            removeFromMulti(t, slot)
             t.releaseResources()
             recycle(slot)
         }

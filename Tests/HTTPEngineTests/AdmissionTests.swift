@@ -201,4 +201,27 @@ import Testing
             #expect(try h.finish() == [])
         }
     }
+
+    /// Cancelling most of the waiting transfers at once (a client that goes with its
+    /// fetches queued) leaves them in the queue until their turn, but not in the counts:
+    /// those waiting, and so those running, stay right. Counting the cancelled ones made
+    /// the running count negative, and a receive buffer's share a division by zero.
+    @Test func cancelledWhileWaitingLeaveTheCountsAtOnce() throws {
+        let h = try Harness()
+        let n = TransferEngine.connectsPerTurn
+        var pairs: [(Transfer, Recorder)] = []
+        for _ in 0..<(6 * n) { pairs.append(try h.start(TransferRequest(url: h.url("/drip/1000?chunk=100&delay=100")))) }
+        #expect(pairs.filter { $0.0.state != .waitingToAdd }.count == n && h.engine.waitingToJoin == 5 * n)
+        for (t, _) in pairs.suffix(4 * n) { h.engine.cancel(t) }
+        #expect(h.engine.waitingToJoin == n)
+        #expect(h.engine.transfersRunning(besides: pairs[0].0) == n - 1)
+        #expect(h.engine.receiveBufferBytes(joining: pairs[n].0) == TransferEngine.fullReceiveBuffer)
+        let kept = pairs.prefix(2 * n)
+        h.run(seconds: 30) { kept.allSatisfy { $0.1.completions > 0 } }
+        #expect(kept.allSatisfy { $0.1.succeeded })
+        #expect(pairs.suffix(4 * n).allSatisfy { $0.1.completions == 0 })
+        #expect(h.engine.activeTransfers == 0 && h.engine.waitingToJoin == 0)
+        pairs = []
+        #expect(try h.finish() == [])
+    }
 }
