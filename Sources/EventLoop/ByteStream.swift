@@ -40,6 +40,12 @@ public protocol ByteStream: AnyObject {
     /// now, without reading, so a server can reap such connections before the loop gets
     /// round to their reads.
     var peerHasClosed: Bool { get }
+    /// True when the peer has closed both ways, so that nothing written can reach it: a
+    /// Unix-domain peer that closed its socket (or exited), a TCP peer that reset the
+    /// connection. A peer that only shut its end for writing still reads, and is not
+    /// gone; nor is a TCP peer that closed with a FIN, which looks the same until a
+    /// write is refused. Looked at now, without reading.
+    var peerIsGone: Bool { get }
 }
 
 extension ByteStream {
@@ -58,6 +64,9 @@ extension ByteStream {
 
     /// Streams that cannot tell say no: their end of input arrives as a read.
     public var peerHasClosed: Bool { false }
+
+    /// Streams that cannot tell say no: a peer that has gone is found when a write fails.
+    public var peerIsGone: Bool { false }
 }
 
 extension Stream: ByteStream {}

@@ -379,6 +379,17 @@ public final class Stream: UVHandle {
         return recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) == 0
     }
 
+    /// `ByteStream.peerIsGone`: the socket polls as hung up (`POLLHUP`: the kernel's
+    /// "shut down both ways", which a Unix-domain socket reports once its peer closes and
+    /// a TCP one after a reset) or in error.
+    public var peerIsGone: Bool {
+        guard !isClosed else { return false }
+        var fd = uv_os_fd_t()
+        guard uv_fileno(uvHandle, &fd) == 0 else { return false }
+        var p = pollfd(fd: fd, events: 0, revents: 0)
+        return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLHUP | POLLERR) != 0
+    }
+
     /// Turns Nagle's algorithm off (`true`) or on. JSON-RPC replies are small and latency
     /// bound, so accepted and client-connected TCP streams start with it off. Does
     /// nothing on a pipe or a closed stream.

@@ -138,6 +138,15 @@ public final class RPCConnection: RPCPeer {
         handle(decoder.finish()[...])
         collecting = false
         flush()
+        // A client that shut only its writing side still reads its answers; one that
+        // closed both ways reads nothing more, so the connection ends now, and with it
+        // what its calls still run (a client that went with fetches in flight had them
+        // run on until the first answer failed to be written).
+        if isOpen, deferredCalls > 0, stream.peerIsGone {
+            logger.debug("\(peerDescription) closed with \(deferredCalls) calls unanswered")
+            close(reason: nil)
+            return
+        }
         closeIfFinished()
     }
 

@@ -333,4 +333,7 @@ public final class TLSStream: ByteStream {
     /// The socket's end of input with nothing unread: whatever the TLS session holds,
     /// no more records can come.
     public var peerHasClosed: Bool { transport.peerHasClosed }
+
+    /// The socket's peer has gone both ways: no record can reach it.
+    public var peerIsGone: Bool { transport.peerIsGone }
 }

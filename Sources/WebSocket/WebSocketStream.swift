@@ -509,4 +509,5 @@ public final class WebSocketStream: ByteStream {
     public var isTCP: Bool { transport.isTCP }
     public var peerUID: UInt32? { transport.peerUID }
     public var peerHasClosed: Bool { transport.peerHasClosed }
+    public var peerIsGone: Bool { transport.peerIsGone }
 }

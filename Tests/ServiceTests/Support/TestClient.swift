@@ -54,6 +54,10 @@ final class TestClient {
 
     func sendRaw(_ text: String) { sendRaw(Array(text.utf8)) }
 
+    /// Shuts the socket for writing (the server reads the end of input) and keeps
+    /// reading.
+    func shutdownWriting() { _ = shutdown(fd, Int32(SHUT_WR)) }
+
     /// Sends a request and returns its id.
     @discardableResult
     func send(_ method: String, _ params: JSONValue = [:]) -> Int64 {
