@@ -22,8 +22,10 @@ few transfers at a time instead of for all of them at once:
     python3 Benchmarks/timeouts.py --timeout 4 --spread 4
 
 With `--client-gone S` the clients close their connections S seconds after writing,
-before the timeouts: the first answers xhrpcd writes then fail, and it cancels each
-connection's other fetches. The probe runs from all held to 3 s after the timeout:
+before the timeouts: xhrpcd sees at the end of input that they closed both ways (a Unix
+socket tells), and releases each connection's fetches, `Server.goneFetchesPerTurn` a
+turn (until 2026-12-05 it found them gone only when it wrote the first answers, at the
+timeout). The probe runs from all held to 3 s after the timeout:
 
     python3 Benchmarks/timeouts.py --timeout 6 --client-gone 3
 
@@ -107,7 +109,7 @@ def main():
                    help="spread the timeouts evenly from T to T + SECONDS (default 0: all together)")
     p.add_argument("--client-gone", type=float, metavar="SECONDS",
                    help="the clients close their connections this long after writing, before the timeout; "
-                        "xhrpcd finds them gone when it writes the first answers and cancels the rest. "
+                        "xhrpcd sees them closed and releases their fetches. "
                         "The probe then runs until 3 s after the timeout")
     a = p.parse_args()
     dims.raise_nofile()
