@@ -55,6 +55,9 @@ final class SocketWatch {
     /// The `CURL_CSELECT_*` flags of readiness held for a later turn; 0 when the socket
     /// is not in the engine's `readyQueue` (`TransferEngine+Readiness.swift`).
     var queuedFlags: Int32 = 0
+    /// For a socket the engine opened, its inode: which socket the number stands for
+    /// (`forgetSocketsClosedUnannounced`).
+    var inode: ino_t = 0
 
     init(fd: curl_socket_t, openedByEngine: Bool, ready: @escaping (Int32, PollEvents) -> Void) {
         self.fd = fd
@@ -169,7 +172,7 @@ extension TransferEngine {
         let fd = socket(a.family, type, a.protocol)
         guard fd >= 0 else { return CURL_SOCKET_BAD }
         if watch(fd) != nil { closeWatch(fd: fd) }
-        setWatch(fd, openedByEngine: true)
+        setWatch(fd, openedByEngine: true).inode = TransferEngine.inode(of: fd) ?? 0
         t.openedSockets.append(fd)
         return fd
     }
@@ -180,14 +183,22 @@ extension TransferEngine {
     /// while connecting leaves its socket's poll behind, and when that poll was started
     /// in the same turn libuv then registers a closed descriptor with epoll and aborts
     /// the process (`EBADF`; a client that went with fetches connecting did it). So when
-    /// a transfer leaves the multi its sockets are checked, and the poll of any that is
-    /// no longer open is closed. A number reused since by another socket of libcurl's
-    /// had its stale poll closed when it opened (`openSocket`).
+    /// a transfer leaves the multi its sockets are checked, and the poll of any whose
+    /// number no longer stands for the socket opened (closed, or taken since by another
+    /// thread's socket: the inodes differ) is closed. A number libcurl itself reused has
+    /// a new watch, with the new socket's inode (`openSocket`).
     func forgetSocketsClosedUnannounced(by t: Transfer) {
-        for fd in t.openedSockets where watch(fd) != nil && fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+        for fd in t.openedSockets {
+            guard let w = watch(fd), w.openedByEngine, TransferEngine.inode(of: fd) != w.inode else { continue }
             closeWatch(fd: fd)
         }
         t.openedSockets.removeAll()
+    }
+
+    /// The inode of the file `fd` stands for; nil when the number is not open.
+    static func inode(of fd: curl_socket_t) -> ino_t? {
+        var s = stat()
+        return fstat(fd, &s) == 0 ? s.st_ino : nil
     }
 
     /// `CURLOPT_CLOSESOCKETFUNCTION`: the descriptor really closes. The poll is closed
