@@ -28,29 +28,22 @@ import Testing
     /// the engine must stop watching the closed number all the same. A poll left on it
     /// made libuv abort the process when the poll had been started in the same turn,
     /// and otherwise watched whatever socket got the number next. The connect is held by
-    /// a loopback listener whose backlog is full (another client fills it), so the SYN
-    /// goes unanswered.
+    /// a loopback listener whose backlog another client fills, so the SYN goes
+    /// unanswered.
     @Test func cancelWhileConnectingForgetsTheSocket() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener); close(filler) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ready = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, $0, &length) == 0
-                    && connect(filler, $0, length) == 0
-            }
-        }
-        try #require(ready)
+        let listener = try Sentinel(backlog: 0)
+        let filler = try listener.connectClient()
+        defer { close(filler) }
         let h = try Harness()
-        let (t, r) = try h.start(TransferRequest(url: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/"))
-        h.run(seconds: 10) { !t.openedSockets.isEmpty && h.engine.watch(t.openedSockets[0])?.armed == true }
+        let (t, r) = try h.start(TransferRequest(url: listener.url()))
+        func connecting() -> Bool {
+            guard let fd = t.openedSockets.first, let w = h.engine.watch(fd) else { return false }
+            return w.armed && w.armedEvents == .writable
+        }
+        h.run(seconds: 10) { connecting() }
         let fd = try #require(t.openedSockets.first)
         for _ in 0..<3 { h.loop.runNoWait() }
-        #expect(h.engine.watch(fd) != nil && r.order.isEmpty)
+        #expect(connecting() && r.order.isEmpty)
         h.engine.cancel(t)
         #expect(h.engine.watch(fd) == nil)
         h.idle(seconds: 0.2)

@@ -17,6 +17,9 @@ final class Sentinel {
     let fd: Int32
     let port: Int
     let host: String
+    /// The address it is bound to, as `getsockname` gave it.
+    private var address: sockaddr_storage
+    private let addressLength: socklen_t
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
@@ -26,8 +29,10 @@ final class Sentinel {
         try Sentinel(host: host, port: port, listening: false)
     }
 
-    /// Listens on `host` (127.0.0.1 or ::1) at a free port, or at `port` when given.
-    init(host: String = "127.0.0.1", port: Int = 0, listening: Bool = true) throws {
+    /// Listens on `host` (127.0.0.1 or ::1) at a free port, or at `port` when given, with
+    /// a listen backlog of `backlog` (with 0 the kernel completes one handshake and
+    /// leaves the next connection's SYN unanswered).
+    init(host: String = "127.0.0.1", port: Int = 0, listening: Bool = true, backlog: Int32 = 16) throws {
         self.host = host
         let v6 = host.contains(":")
         let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -55,7 +60,7 @@ final class Sentinel {
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
         }
-        guard bound == 0, !listening || listen(fd, 16) == 0 else {
+        guard bound == 0, !listening || listen(fd, backlog) == 0 else {
             let e = errno
             close(fd)
             throw Failure(description: "bind/listen \(host):\(port): errno \(e)")
@@ -65,6 +70,8 @@ final class Sentinel {
         _ = withUnsafeMutablePointer(to: &actual) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &actualLength) }
         }
+        address = actual
+        addressLength = actualLength
         self.port = withUnsafeBytes(of: actual) { raw in
             IPAddress.endpoint(ofSockaddr: raw.baseAddress!, length: Int(actualLength))?.port ?? 0
         }
@@ -72,6 +79,21 @@ final class Sentinel {
     }
 
     deinit { close(fd) }
+
+    /// A client connected to it (blocking; the caller closes it). With a backlog of 0
+    /// the first one fills the queue, and the next connection's SYN goes unanswered.
+    func connectClient() throws -> Int32 {
+        let client = socket(Int32(address.ss_family), Int32(SOCK_STREAM.rawValue), 0)
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, addressLength) }
+        }
+        guard client >= 0, rc == 0 else {
+            let e = errno
+            close(client)
+            throw Failure(description: "connect to \(host):\(port): errno \(e)")
+        }
+        return client
+    }
 
     /// `http://host:port` + path, with brackets for IPv6.
     func url(_ path: String = "/") -> String {
