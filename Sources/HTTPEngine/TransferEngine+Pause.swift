@@ -111,7 +111,7 @@ extension TransferEngine {
     /// The timeout timer fired: ends the transfers whose time is used up, earliest
     /// first, at most `timeoutsPerTurn` of them (the others on the next turns), then arms
     /// the timer for the next deadline. A transfer still waiting to join the multi ends
-    /// too, since its time ran while it waited; a cancelled one only leaves `timed`. Not
+    /// too, since its time ran while it waited (a cancelled one has left `timed`). Not
     /// inside libcurl, so transfers leave the multi at once, and each delegate hears its
     /// completion last, as from `complete`; what a delegate starts or cancels meanwhile
     /// is in `timed` when the next is read.
@@ -120,10 +120,6 @@ extension TransferEngine {
         let now = TransferEngine.monotonicSeconds()
         var ended = 0
         while ended < TransferEngine.timeoutsPerTurn, let (t, deadline) = timed.earliest, deadline <= now {
-            guard t.state == .running || t.state == .waitingToAdd else {
-                timed.remove(t)  // cancelled, silent, waiting for its removal turn
-                continue
-            }
             ended += 1
             let failure = timedOut(t, now: now)
             t.metrics = TransferMetrics(

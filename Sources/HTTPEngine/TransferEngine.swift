@@ -279,6 +279,7 @@ public final class TransferEngine {
             detach(t)
         case .running:
             t.state = .cancelled
+            timed.remove(t)  // silenced: no timeout is to end it while it waits to leave
             if inCurl {
                 pendingRemovals.append(t)
                 return
