@@ -2,7 +2,7 @@
 /// multi (`TransferEngine+Admission.swift`), ready sockets held back
 /// (`TransferEngine+Readiness.swift`), cancelled transfers waiting to leave the multi
 /// (`TransferEngine.cancel`), the fetches of closed connections waiting to be released
-/// (`Server.releaseGoneFetches`); and the benchmark client's calls waiting for their
+/// (`Server.releaseGoneFetchBatch`); and the benchmark client's calls waiting for their
 /// replies. An array read from a head index: appending and taking the first are
 /// constant time with no shifting.
 ///

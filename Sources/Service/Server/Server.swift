@@ -44,7 +44,7 @@ public final class Server {
     private(set) lazy var lifetime = ObjectLifetime(server: self, timer: sweepTimer, config: config)
     private let sweepTimer: EventLoop.Timer
     /// The fetches of connections that closed, released a batch per turn
-    /// (`releaseGoneFetches`), and the timer that runs the next batch.
+    /// (`releaseGoneFetchBatch`), and the timer that runs the next batch.
     private var goneFetches = TurnQueue<HTTPRequest>()
     private let goneFetchTimer: EventLoop.Timer
     let startedAt = Date()
@@ -151,7 +151,7 @@ public final class Server {
 
     /// A client session ended with its connection: its subscriptions end, and the
     /// objects it created (and did not detach) are released. Its fetches are released
-    /// over the next turns (`releaseGoneFetches`).
+    /// over the next turns (`releaseGoneFetchBatch`).
     private func end(_ session: ClientSession) {
         session.end()
         questions.connectionClosed(session.connection)
@@ -162,7 +162,7 @@ public final class Server {
         }
         for r in session.fetches.values { goneFetches.append(r) }
         session.fetches = [:]
-        if !goneFetches.isEmpty, !goneFetchTimer.isActive { goneFetchTimer.start(timeout: 0, releaseGoneFetches) }
+        if !goneFetches.isEmpty, !goneFetchTimer.isActive { goneFetchTimer.start(timeout: 0, releaseGoneFetchBatch) }
     }
 
     /// Fetches of closed connections released per turn. Releasing one aborts its
@@ -177,21 +177,25 @@ public final class Server {
     /// the loop polls in between. Until its turn comes a fetch runs on, answering no
     /// one: the principal's counts (its `transfers` limit, a drain's wait) include it,
     /// and a stop releases what is left at once (`releaseAllGoneFetches`).
-    private lazy var releaseGoneFetches: () -> Void = { [unowned self] in
-        var released = 0
-        while released < Server.goneFetchesPerTurn, let r = goneFetches.popFirst() {
-            r.release()
-            released += 1
-        }
-        if !goneFetches.isEmpty { goneFetchTimer.start(timeout: 1, releaseGoneFetches) }
+    private lazy var releaseGoneFetchBatch: () -> Void = { [unowned self] in
+        releaseGoneFetches(atMost: Server.goneFetchesPerTurn)
+        if !goneFetches.isEmpty { goneFetchTimer.start(timeout: 1, releaseGoneFetchBatch) }
         drainMayHaveEnded()
     }
 
     /// A stop's end: every fetch of a closed connection is released now, and the timer
     /// closes.
     func releaseAllGoneFetches() {
-        while let r = goneFetches.popFirst() { r.release() }
+        releaseGoneFetches(atMost: .max)
         goneFetchTimer.close()
+    }
+
+    private func releaseGoneFetches(atMost count: Int) {
+        var released = 0
+        while released < count, let r = goneFetches.popFirst() {
+            r.release()
+            released += 1
+        }
     }
 
     /// Ends an object of any kind and takes it out of the tables.
