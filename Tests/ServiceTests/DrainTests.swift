@@ -90,19 +90,28 @@ import TestSupport
     /// and releases the fetches a batch per turn until none is left in flight.
     @Test func theFetchesOfAClientThatGoesAreAllReleased() throws {
         let n = 3 * Server.goneFetchesPerTurn + 10
-        try withServer({ config in config.limits.transfers = 2 * n; config.limits.requests = 4 * n }) { server, up in
-            let watcher = try server.connect()
-            func inFlight() throws -> Int64? { try watcher.call("server.stats")["transfersInFlight"]?.int64Value }
-            var c: TestClient? = try server.connect()
-            for _ in 0..<n { c!.send("fetch", ["url": .string(up.base + "/hang")]) }
-            let deadline = Date().addingTimeInterval(20)
-            while try inFlight() != Int64(n), Date() < deadline { usleep(5_000) }
-            #expect(try inFlight() == Int64(n))
-            c = nil
-            try watcher.waitForConnections(1)
-            while try inFlight() != 0, Date() < deadline { usleep(5_000) }
-            #expect(try inFlight() == 0)
+        try withServer(Self.raisingLimits(for: n)) { server, up in
+            let watcher = try Self.goneClientWithHeldFetches(n, server, up)
+            #expect(try watcher.waitForTransfersInFlight(0) == 0)
         }
+    }
+
+    /// Limits raised for `n` fetches in flight.
+    static func raisingLimits(for n: Int) -> @Sendable (inout ServerConfig) -> Void {
+        { config in config.limits.transfers = 2 * n; config.limits.requests = 4 * n }
+    }
+
+    /// A client writes `n` fetches the upstream holds and, once all are in flight,
+    /// closes its socket; returns another connection, after the server has seen that
+    /// one go.
+    static func goneClientWithHeldFetches(_ n: Int, _ server: TestServer, _ up: Upstream) throws -> TestClient {
+        let watcher = try server.connect()
+        var c: TestClient? = try server.connect()
+        for _ in 0..<n { c!.send("fetch", ["url": .string(up.base + "/hang")]) }
+        #expect(try watcher.waitForTransfersInFlight(n) == n)
+        c = nil
+        try watcher.waitForConnections(1)
+        return watcher
     }
 
     /// A client that shuts only its writing side, with a fetch in flight, is still
@@ -121,16 +130,8 @@ import TestSupport
     /// all, and stops with no handle left open (`withServer` checks).
     @Test func aStopReleasesTheFetchesOfAGoneClient() throws {
         let n = 8 * Server.goneFetchesPerTurn
-        try withServer({ config in config.limits.transfers = 2 * n; config.limits.requests = 4 * n }) { server, up in
-            var c: TestClient? = try server.connect()
-            for _ in 0..<n { c!.send("fetch", ["url": .string(up.base + "/hang")]) }
-            let watcher = try server.connect()
-            let deadline = Date().addingTimeInterval(20)
-            while try watcher.call("server.stats")["transfersInFlight"]?.int64Value != Int64(n), Date() < deadline {
-                usleep(5_000)
-            }
-            c = nil
-            try watcher.waitForConnections(1)
+        try withServer(Self.raisingLimits(for: n)) { server, up in
+            _ = try Self.goneClientWithHeldFetches(n, server, up)
             server.signalStop()
             #expect(server.waitStopped())
         }

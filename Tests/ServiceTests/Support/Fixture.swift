@@ -77,6 +77,19 @@ extension TestClient {
 }
 
 extension TestClient {
+    /// Polls `server.stats` until `transfersInFlight` is `n` (at most 20 s) and returns
+    /// the last count.
+    func waitForTransfersInFlight(_ n: Int) throws -> Int {
+        let deadline = Date().addingTimeInterval(20)
+        while true {
+            let count = Int(try call("server.stats")["transfersInFlight"]?.int64Value ?? -1)
+            if count == n || Date() >= deadline { return count }
+            usleep(5_000)
+        }
+    }
+}
+
+extension TestClient {
     /// The handles `list` reports; `list` names no request, so it uses none.
     func listedHandles() throws -> [String] {
         try call("list").arrayValue?.compactMap { $0["request"]?.stringValue } ?? []
