@@ -46,6 +46,13 @@ public protocol ByteStream: AnyObject {
     /// gone; nor is a TCP peer that closed with a FIN, which looks the same until a
     /// write is refused. Looked at now, without reading.
     var peerIsGone: Bool { get }
+    /// Looks at `peerIsGone` every `interval` ms from now on and runs `onGone` once, when
+    /// it turns true; never after `close`. For a connection whose peer has sent its end
+    /// of input and still waits for answers: a peer that goes afterwards (a Unix-domain
+    /// one that closes, a TCP one whose socket stops answering keep-alive probes) is
+    /// let go then, instead of when an answer fails to be written. A second call does
+    /// nothing.
+    func watchForPeerGone(every interval: UInt64, _ onGone: @escaping () -> Void)
 }
 
 extension ByteStream {
@@ -67,6 +74,9 @@ extension ByteStream {
 
     /// Streams that cannot tell say no: a peer that has gone is found when a write fails.
     public var peerIsGone: Bool { false }
+
+    /// Streams that cannot tell watch nothing.
+    public func watchForPeerGone(every interval: UInt64, _ onGone: @escaping () -> Void) {}
 }
 
 extension Stream: ByteStream {}

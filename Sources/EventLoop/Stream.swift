@@ -132,6 +132,8 @@ public final class Stream: UVHandle {
     /// Drops every callback (they may capture the stream; this breaks those cycles and
     /// guarantees none runs after close) and frees the bytes that were still waiting.
     public override func willClose() {
+        peerWatch?.close()
+        peerWatch = nil
         onRead = nil
         onDrain = nil
         onWriteError = nil
@@ -388,6 +390,42 @@ public final class Stream: UVHandle {
         guard uv_fileno(uvHandle, &fd) == 0 else { return false }
         var p = pollfd(fd: fd, events: 0, revents: 0)
         return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLHUP | POLLERR) != 0
+    }
+
+    /// Turns TCP keep-alive on: once the connection has carried nothing for
+    /// `idleSeconds`, the kernel probes the peer every `idleSeconds / 4` seconds (at least
+    /// 1), and after 4 probes unanswered the socket fails (`ETIMEDOUT`): a read reports it,
+    /// and `peerIsGone` turns true. So a peer whose machine vanished, or that closed with
+    /// a FIN and whose socket has since gone, is found about `2 × idleSeconds` after the
+    /// last traffic, instead of never. Does nothing on a pipe or a closed stream.
+    public func setKeepAlive(idleSeconds: UInt32) {
+        guard isTCP, !isClosed, idleSeconds > 0 else { return }
+        var fd = uv_os_fd_t()
+        guard uv_fileno(uvHandle, &fd) == 0 else { return }
+        // Each fails only on a socket that is gone, where there is nothing to tune.
+        for (level, option, value) in [(SOL_SOCKET, SO_KEEPALIVE, 1),
+                                       (Int32(IPPROTO_TCP), TCP_KEEPIDLE, Int32(clamping: idleSeconds)),
+                                       (Int32(IPPROTO_TCP), TCP_KEEPINTVL, Int32(clamping: max(1, idleSeconds / 4))),
+                                       (Int32(IPPROTO_TCP), TCP_KEEPCNT, 4)] {
+            var v = value
+            _ = setsockopt(fd, level, option, &v, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+
+    /// The timer of `watchForPeerGone`, closed with the stream.
+    private var peerWatch: Timer?
+
+    /// `ByteStream.watchForPeerGone`: a timer on the stream's loop looks at `peerIsGone`
+    /// every `interval` ms, a `poll` with no wait each time.
+    public func watchForPeerGone(every interval: UInt64, _ onGone: @escaping () -> Void) {
+        guard !isClosed, peerWatch == nil, let timer = try? Timer(loop: loop) else { return }
+        peerWatch = timer
+        timer.start(timeout: interval, repeat: interval) { [unowned self] in
+            guard peerIsGone else { return }
+            peerWatch?.close()
+            peerWatch = nil
+            onGone()
+        }
     }
 
     /// Turns Nagle's algorithm off (`true`) or on. JSON-RPC replies are small and latency

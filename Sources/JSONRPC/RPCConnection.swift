@@ -141,13 +141,24 @@ public final class RPCConnection: RPCPeer {
         // A client that shut only its writing side still reads its answers; one that
         // closed both ways reads nothing more, so the connection ends now, and with it
         // what its calls still run (a client that went with fetches in flight had them
-        // run on until the first answer failed to be written).
-        if isOpen, deferredCalls > 0, stream.peerIsGone {
-            logger.debug("\(peerDescription) closed with \(deferredCalls) calls unanswered")
-            close(reason: nil)
-            return
+        // run on until the first answer failed to be written). A TCP client that closed
+        // with a FIN looks half-closed until its socket stops answering keep-alive
+        // probes, so the peer is watched until the last answer is written.
+        if isOpen, deferredCalls > 0 {
+            if stream.peerIsGone { return peerWentAway() }
+            stream.watchForPeerGone(every: Self.peerWatchMilliseconds) { [unowned self] in peerWentAway() }
         }
         closeIfFinished()
+    }
+
+    /// How often a connection that has its end of input and calls still running looks
+    /// whether its client has gone (`ByteStream.watchForPeerGone`).
+    static let peerWatchMilliseconds: UInt64 = 1000
+
+    private func peerWentAway() {
+        guard isOpen else { return }
+        logger.debug("\(peerDescription) went away with \(deferredCalls) calls unanswered")
+        close(reason: nil)
     }
 
     private func handle(_ events: ArraySlice<JSONStreamEvent>) {

@@ -336,4 +336,9 @@ public final class TLSStream: ByteStream {
 
     /// The socket's peer has gone both ways: no record can reach it.
     public var peerIsGone: Bool { transport.peerIsGone }
+
+    /// The socket's peer, watched the same way.
+    public func watchForPeerGone(every interval: UInt64, _ onGone: @escaping () -> Void) {
+        transport.watchForPeerGone(every: interval, onGone)
+    }
 }

@@ -510,4 +510,9 @@ public final class WebSocketStream: ByteStream {
     public var peerUID: UInt32? { transport.peerUID }
     public var peerHasClosed: Bool { transport.peerHasClosed }
     public var peerIsGone: Bool { transport.peerIsGone }
+
+    /// The socket's peer, watched the same way.
+    public func watchForPeerGone(every interval: UInt64, _ onGone: @escaping () -> Void) {
+        transport.watchForPeerGone(every: interval, onGone)
+    }
 }

@@ -34,6 +34,9 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The private key (PEM, unencrypted) of --tls-cert (config key \"tlsKey\").", valueName: "file"))
     var tlsKey: String?
 
+    @Option(name: .customLong("tcp-keepalive"), help: ArgumentHelp("Seconds a TCP, TLS or WebSocket client connection may carry nothing before the kernel probes the client; probes go every quarter of that, and after 4 unanswered the connection is closed and what its client made is released, so a client whose machine vanished, or that closed while its calls still ran, is let go about twice this long after its last traffic; 0 turns the probes off (config key \"tcpKeepalive\"; default 60).", valueName: "seconds"))
+    var tcpKeepalive: Int?
+
     @Option(name: .long, help: ArgumentHelp("Milliseconds a client of a tls: listener has to finish its TLS handshake before it is closed (config key \"tlsHandshakeTimeout\"; default 10000).", valueName: "ms"))
     var tlsHandshakeTimeout: Int?
 
@@ -198,6 +201,10 @@ struct XHRPCD: ParsableCommand {
         if let timeout = try positive(tlsHandshakeTimeout ?? file.int("tlsHandshakeTimeout"), "tls-handshake-timeout") {
             settings.tlsHandshakeTimeout = UInt64(timeout)
         }
+        if let idle = try positive(tcpKeepalive ?? file.int("tcpKeepalive"), "tcp-keepalive", allowZero: true) {
+            guard idle <= 86_400 else { throw ValidationError("--tcp-keepalive must be at most 86400 seconds (a day)") }
+            settings.tcpKeepalive = UInt32(idle)
+        }
         settings.stateDir = stateDir ?? file.string("stateDir")
         if settings.stateDir?.isEmpty == true { throw ValidationError("--state-dir needs a directory") }
         let allowPatterns = allow.isEmpty ? try file.strings("allow") : allow
@@ -241,7 +248,9 @@ struct XHRPCD: ParsableCommand {
 
     private func positive(_ v: Int?, _ name: String, allowZero: Bool = false) throws -> Int? {
         guard let v else { return nil }
-        guard v > 0 || (allowZero && v == 0) else { throw ValidationError("--\(name) must be a positive number") }
+        guard v > 0 || (allowZero && v == 0) else {
+            throw ValidationError("--\(name) must be a \(allowZero ? "non-negative" : "positive") number")
+        }
         return v
     }
 
@@ -281,7 +290,7 @@ struct ConfigFile {
                               "maxRedirects", "uploadRoot", "downloadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
                               "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "allowNegotiate", "authTimeout",
                               "requestTTL", "detachTTL", "drainSeconds", "redactQuery",
-                              "tlsCert", "tlsKey", "tlsHandshakeTimeout", "httpListen", "wsOrigins"]
+                              "tlsCert", "tlsKey", "tlsHandshakeTimeout", "tcpKeepalive", "httpListen", "wsOrigins"]
             let file = ConfigFile(values: o)
             try file.rejectUnknownKeys(known, in: "the config file \(path)")
             return file

@@ -126,6 +126,25 @@ import TestSupport
         }
     }
 
+    /// A client that shuts its writing side with a fetch in flight, and later closes, is
+    /// let go when it closes, not when the fetch ends: the connection watches its peer
+    /// once it has the end of input (`ByteStream.watchForPeerGone`).
+    @Test func aClientThatStopsWritingAndThenClosesIsLetGo() throws {
+        try withServer { server, up in
+            let watcher = try server.connect()
+            var c: TestClient? = try server.connect()
+            c!.send("fetch", ["url": .string(up.base + "/hang")])
+            #expect(try watcher.waitForTransfersInFlight(1) == 1)
+            c!.shutdownWriting()
+            // A round trip after the end of input was sent: the server has read it (the
+            // client is still there, so the connection stays) before the client goes.
+            usleep(100_000)
+            _ = try watcher.call("server.stats")
+            c = nil
+            #expect(try watcher.waitForTransfersInFlight(0) == 0)
+        }
+    }
+
     /// A stop that comes while a gone client's fetches wait for their turn releases them
     /// all, and stops with no handle left open (`withServer` checks).
     @Test func aStopReleasesTheFetchesOfAGoneClient() throws {

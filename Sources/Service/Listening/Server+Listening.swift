@@ -73,6 +73,7 @@ extension Server {
         case .success(let s):
             stream = s
         }
+        stream.setKeepAlive(idleSeconds: config.tcpKeepalive)
         // The handshake runs inside the TLS stream; the connection sees plaintext.
         var transport: any ByteStream = stream
         if let tls {

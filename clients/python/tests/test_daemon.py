@@ -84,7 +84,7 @@ class CommandLine(unittest.TestCase):
         for flag in ["--listen", "--config", "--log-level", "--log-format", "--max-message-bytes",
                      "--max-connections", "--max-buffer-bytes", "--upload-root", "--download-root", "--socket-mode",
                      "--request-ttl", "--detach-ttl", "--drain-seconds",
-                     "--tls-cert", "--tls-key", "--tls-handshake-timeout"]:
+                     "--tls-cert", "--tls-key", "--tls-handshake-timeout", "--tcp-keepalive"]:
             self.assertIn(flag, out)
 
     def test_bad_values_are_refused_clearly(self):
@@ -92,7 +92,9 @@ class CommandLine(unittest.TestCase):
                             (["--log-format", "xml"], "text or json"),
                             (["--max-message-bytes", "0"], "positive"),
                             (["--request-ttl", "0"], "positive number of seconds"),
-                            (["--drain-seconds=-1"], "non-negative number of seconds")]:
+                            (["--drain-seconds=-1"], "non-negative number of seconds"),
+                            (["--tcp-keepalive=-1"], "--tcp-keepalive must be a non-negative number"),
+                            (["--tcp-keepalive", "86401"], "at most 86400 seconds")]:
             code, err = run_briefly(argv)
             self.assertNotEqual(code, 0, argv)
             self.assertIn(words, err, argv)
