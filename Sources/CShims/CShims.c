@@ -17,6 +17,7 @@ CURLcode xh_easy_setopt_closesocket_cb(CURL *h, CURLoption o, curl_closesocket_c
 CURLcode xh_easy_setopt_sockopt_cb(CURL *h, CURLoption o, curl_sockopt_callback cb) { return curl_easy_setopt(h, o, cb); }
 CURLcode xh_easy_setopt_debug_cb(CURL *h, CURLoption o, curl_debug_callback cb) { return curl_easy_setopt(h, o, cb); }
 CURLcode xh_easy_setopt_seek_cb(CURL *h, CURLoption o, curl_seek_callback cb) { return curl_easy_setopt(h, o, cb); }
+CURLcode xh_easy_setopt_prereq_cb(CURL *h, CURLoption o, curl_prereq_callback cb) { return curl_easy_setopt(h, o, cb); }
 
 CURLcode xh_easy_getinfo_long(CURL *h, CURLINFO i, long *out) { return curl_easy_getinfo(h, i, out); }
 CURLcode xh_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *out) { return curl_easy_getinfo(h, i, out); }

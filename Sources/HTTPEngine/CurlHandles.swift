@@ -126,5 +126,6 @@ enum Curl {
     static let sslTLS13 = Int(CURL_SSLVERSION_TLSv1_3)
     static let proxyHTTP = Int(CURLPROXY_HTTP.rawValue)
     static let seekOK = Int32(CURL_SEEKFUNC_OK)
+    static let prereqOK = Int32(CURL_PREREQFUNC_OK)
     static let seekFail = Int32(CURL_SEEKFUNC_FAIL)
 }

@@ -44,6 +44,8 @@ extension TransferEngine {
         try e.set(CURLOPT_OPENSOCKETDATA, pointer: transferPointer)
         try check(xh_easy_setopt_closesocket_cb(e.raw, CURLOPT_CLOSESOCKETFUNCTION, TransferEngine.closeSocketCallback))
         try e.set(CURLOPT_CLOSESOCKETDATA, pointer: enginePointer)
+        try check(xh_easy_setopt_prereq_cb(e.raw, CURLOPT_PREREQFUNCTION, TransferEngine.prerequestCallback))
+        try e.set(CURLOPT_PREREQDATA, pointer: transferPointer)
 
         // Where, and over what. `start` already refused other schemes; the protocol
         // list is the second line of that defence.

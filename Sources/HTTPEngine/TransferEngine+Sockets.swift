@@ -58,6 +58,10 @@ final class SocketWatch {
     /// For a socket the engine opened, its inode: which socket the number stands for
     /// (`forgetSocketsClosedUnannounced`).
     var inode: ino_t = 0
+    /// The addresses of an engine-opened socket's connection, from the first request it
+    /// carried on: how `CURLOPT_PREREQFUNCTION` finds it (`pooledConnections`).
+    var peer: (address: IPAddress, port: Int)?
+    var localPort = 0
 
     init(fd: curl_socket_t, openedByEngine: Bool, ready: @escaping (Int32, PollEvents) -> Void) {
         self.fd = fd
@@ -287,6 +291,7 @@ extension TransferEngine {
         guard let w = watch(fd) else { return }
         watches[Int(fd)] = nil
         if w.openedByEngine, !w.watching { unwatchedSockets -= 1 }
+        unfile(w)
         if let poll = w.poll {
             w.poll = nil
             poll.close(handles.closedCallback)

@@ -68,6 +68,9 @@ public final class TransferEngine {
     /// How many of the sockets the engine opened libcurl is not watching: at least every
     /// idle connection in its cache (`skipsConnectionSearch`).
     var unwatchedSockets = 0
+    /// The engine-opened sockets that have carried a request, by local port
+    /// (`TransferEngine+PooledConnections.swift`).
+    var pooledConnections: [Int: [SocketWatch]] = [:]
     /// The `CURLMOPT_MAXCONNECTS` last given to libcurl (`sizeConnectionCache`, before
     /// every transfer joins; 0 until the first does).
     var connectionCacheSize = 0

@@ -99,6 +99,43 @@ import CCurl
         try serverClosesIdleConnection(reset: true)
     }
 
+    /// Bytes that come on an idle pooled connection (here a whole second response,
+    /// unasked) are never read as the answer to the next request: that connection is
+    /// given up before the request is sent, and the request goes on a fresh one
+    /// (`TransferEngine+PooledConnections.swift`). libcurl 7.88 alone reuses it and
+    /// answers the next request with the stray response.
+    @Test func bytesOnAnIdleConnectionAreNobodysAnswer() throws {
+        let h = try Harness()
+        let server = try IdleCloseServer(loop: h.loop)
+        let (first, r1) = try get(h, server.url("/a"))
+        #expect(r1.succeeded && r1.bodyText == "ok")
+        let w = try #require(first.lastConnection)
+        #expect(h.engine.pooledConnection(peer: .v4(0x7f00_0001), peerPort: server.port, localPort: w.localPort) === w)
+
+        server.sendToEveryConnection("HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nSMUGGLED")
+        #expect(h.run(seconds: 10) { IdleConnectionTests.ready(w.fd, Int16(POLLIN)) })
+
+        // A body read through the read callback, which the fresh attempt rewinds.
+        let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        #expect(body.count > TransferEngine.copiedBodyLimit)
+        var post = TransferRequest(method: "POST", url: server.url("/b"))
+        post.body = .bytes(body)
+        let (second, r2) = try h.start(post)
+        h.run(seconds: 10) { r2.completions > 0 }
+        let expected = "got \(body.count) \(body.reduce(0) { $0 &+ Int($1) })"
+        #expect(r2.succeeded && r2.bodyText == expected, "\(String(describing: r2.failure)) \(r2.bodyText)")
+        #expect(second.metrics?.connectionsOpened == 1)
+        #expect(server.accepted == 2 && server.requests == 2)
+        // The fresh connection is reused as usual.
+        let (third, r3) = try get(h, server.url("/c"))
+        #expect(r3.succeeded && r3.bodyText == "ok")
+        #expect(third.metrics?.connectionsOpened == 0)
+        #expect(server.accepted == 2 && server.requests == 3)
+        #expect(spinning(h) == [])
+        server.close()
+        #expect(try h.finish() == [])
+    }
+
     /// A paused transfer: libcurl stops watching its socket while bytes wait there. The
     /// poll fires once, is stopped, and the transfer resumes and completes byte-exact.
     @Test func pausedTransferDoesNotSpin() throws {
@@ -198,11 +235,26 @@ final class IdleCloseServer {
         let end: [UInt8] = Array("\r\n\r\n".utf8)
         while let pending = connections[c]?.pending,
               let i = pending.indices.dropLast(3).first(where: { Array(pending[$0..<$0 + 4]) == end }) {
-            connections[c]?.pending.removeFirst(i + 4)
+            let length = Self.contentLength(String(decoding: pending[..<i], as: UTF8.self))
+            guard pending.count >= i + 4 + length else { return }  // the rest of the body is still coming
+            let body = pending[(i + 4)..<(i + 4 + length)]
+            connections[c]?.pending.removeFirst(i + 4 + length)
             requests += 1
-            let reply = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
+            // "ok" to a request without a body; to one with a body, its length and sum.
+            let text = length == 0 ? "ok" : "got \(length) \(body.reduce(0) { $0 &+ Int($1) })"
+            let reply = Array("HTTP/1.1 200 OK\r\nContent-Length: \(text.utf8.count)\r\n\r\n\(text)".utf8)
             _ = reply.withUnsafeBytes { write(c, $0.baseAddress, $0.count) }
         }
+    }
+
+    private static func contentLength(_ head: String) -> Int {
+        for line in head.split(separator: "\r\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "content-length" {
+                return Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+        }
+        return 0
     }
 
     private func drop(_ c: Int32, reset: Bool) {
@@ -213,6 +265,14 @@ final class IdleCloseServer {
             _ = setsockopt(c, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         }
         Glibc.close(c)
+    }
+
+    /// Writes `text` on every accepted connection, whatever it was asked.
+    func sendToEveryConnection(_ text: String) {
+        let bytes = Array(text.utf8)
+        for c in connections.keys {
+            _ = bytes.withUnsafeBytes { write(c, $0.baseAddress, $0.count) }
+        }
     }
 
     /// Closes every accepted connection (FIN, or RST when `reset`); keeps listening.

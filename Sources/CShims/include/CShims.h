@@ -33,6 +33,7 @@ CURLcode xh_easy_setopt_debug_cb(CURL *h, CURLoption o, curl_debug_callback cb);
 /* CURLOPT_SEEKFUNCTION: lets libcurl rewind an upload body (redirects 307/308, auth
  * retries) instead of failing with CURLE_SEND_FAIL_REWIND. */
 CURLcode xh_easy_setopt_seek_cb(CURL *h, CURLoption o, curl_seek_callback cb);
+CURLcode xh_easy_setopt_prereq_cb(CURL *h, CURLoption o, curl_prereq_callback cb);
 
 /* curl_easy_getinfo, one per result type. */
 CURLcode xh_easy_getinfo_long(CURL *h, CURLINFO i, long *out);
