@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Header fields kept as the bytes they arrived as: one buffer, and for each field where
 /// its name and its value are in it. A response's head is read into one of these without
 /// making any `String`; names compare on their bytes (`HeaderName`), and the text a
@@ -35,7 +41,24 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
     mutating func append(line: UnsafeRawBufferPointer, name: Range<Int>, value: Range<Int>) {
         let start = bytes.count
         bytes.append(contentsOf: line)
-        fields.append((name.lowerBound + start..<name.upperBound + start, value.lowerBound + start..<value.upperBound + start))
+        let valueRange = value.lowerBound + start..<value.upperBound + start
+        fields.append((name.lowerBound + start..<name.upperBound + start, valueRange))
+        if HeaderFields.hasControls(UnsafeRawBufferPointer(rebasing: line[value])) { blankControls(in: valueRange) }
+    }
+
+    /// Whether `text` holds a CR or a NUL, which RFC 9110 §5.5 lets a recipient keep in
+    /// a field value only as SP (an LF cannot be there: libcurl ends a line at it). Two
+    /// `memchr`s: a value nearly never has either.
+    static func hasControls(_ text: UnsafeRawBufferPointer) -> Bool {
+        guard let base = text.baseAddress, !text.isEmpty else { return false }
+        return memchr(base, 0x0D, text.count) != nil || memchr(base, 0, text.count) != nil
+    }
+
+    /// Replaces every CR and NUL in `range` of `bytes` with SP: a bare CR in a value
+    /// would otherwise reach a client that splits lines on it as a line of its own
+    /// (`X-A: a\rSet-Cookie: b`).
+    private mutating func blankControls(in range: Range<Int>) {
+        for i in range where bytes[i] == 0x0D || bytes[i] == 0 { bytes[i] = 0x20 }
     }
 
     /// Adds a field given as its name and value.
@@ -56,6 +79,7 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
         let start = bytes.count
         bytes.append(contentsOf: joined.utf8)
         fields[last].value = start..<bytes.count
+        blankControls(in: start..<bytes.count)
     }
 
     // MARK: Reading

@@ -124,9 +124,22 @@ struct ResponseHeadParser {
             return
         }
         var colon = 0
-        while colon < end, line[colon] != 0x3A { colon += 1 }
-        guard colon < end else { return }  // not a header
+        while colon < end, line[colon] != 0x3A, ResponseHeadParser.isTokenByte(line[colon]) { colon += 1 }
+        // Not a field: no colon, or a name that is empty or not a token (RFC 9110 §5.1;
+        // a space before the colon among them, RFC 9112 §5.1). Dropped, so no client
+        // sees a field called "" or "X B".
+        guard colon > 0, colon < end, line[colon] == 0x3A else { return }
         current?.headers.append(line: line, name: 0..<colon, value: trimmedRange(line, from: colon + 1))
+    }
+
+    /// Whether `b` is a `tchar` (RFC 9110 §5.6.2): a letter, a digit, or one of
+    /// ``!#$%&'*+-.^_`|~``.
+    static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+        case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: return true
+        default: return false
+        }
     }
 
     private static let httpPrefixCount = 5
@@ -150,7 +163,15 @@ struct ResponseHeadParser {
             status = status * 10 + Int(line[i] - 0x30)
             i += 1
         }
-        var reason = decodeHeaderText(trimmed(line, from: i))
+        let phrase = trimmed(line, from: i)
+        var reason: String
+        if HeaderFields.hasControls(phrase) {
+            // As in a field value (`HeaderFields.hasControls`): a CR or NUL reads as SP.
+            let blanked = phrase.map { $0 == 0x0D || $0 == 0 ? 0x20 : $0 }
+            reason = blanked.withUnsafeBytes { decodeHeaderText($0) }
+        } else {
+            reason = decodeHeaderText(phrase)
+        }
         if reason.isEmpty { reason = HTTPStatus.phrase(for: status) }
         return ResponseHead(status: status, statusText: reason, headers: [], httpVersion: version)
     }
