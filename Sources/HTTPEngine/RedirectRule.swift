@@ -16,7 +16,9 @@ public enum RedirectRule {
     /// Headers that carry the caller's credentials: sent only to the origin the caller
     /// named, never to another one a redirect leads to (as libcurl does for its own
     /// redirects when `CURLOPT_UNRESTRICTED_AUTH` is off, and as Fetch does).
-    static let credentialHeaderNames: Set<String> = ["authorization", "cookie"]
+    /// `Proxy-Authorization` too: set by the caller on a request without a proxy it goes
+    /// to the origin itself (a proxy's credentials are the proxy settings' own).
+    static let credentialHeaderNames: Set<String> = ["authorization", "proxy-authorization", "cookie"]
 
     /// The request for the hop to `url` after a `status` redirect.
     ///
@@ -24,7 +26,7 @@ public enum RedirectRule {
     ///   body; 301 and 302 do that to a POST only; every other method keeps its method
     ///   and body, and 307 and 308 keep both for every method.
     /// - Headers: the caller's, less the body's own headers once the body is gone, and
-    ///   less `Authorization` and `Cookie` when `url` is not on the origin (scheme,
+    ///   less `Authorization`, `Proxy-Authorization` and `Cookie` when `url` is not on the origin (scheme,
     ///   host, port) of the caller's URL; credentials (`user`, `password`) likewise.
     ///   Judged against the original origin, not the previous hop's: a chain that comes
     ///   back to the caller's origin gets the credentials again there, as with libcurl.

@@ -73,11 +73,18 @@ final class UnreadBytes {
     /// How many of the first `maxBytes` bytes a read hands out: all of them with
     /// `base64`; with `utf8` those before a character cut at the end (unless `complete`
     /// and nothing is left after it), and none at all if they are not UTF-8 (thrown).
+    /// A `maxBytes` that cuts the very first character is refused: the same call would
+    /// return nothing for ever while the character waits.
     private func readableCount(maxBytes: Int, encoding: BodyEncoding, complete: Bool) throws(RPCError) -> Int {
         let n = min(maxBytes, queue.count)
         guard encoding == .utf8 else { return n }
         switch UTF8Cut.validPrefix(queue.peek(n), allowIncompleteTail: !(complete && n == queue.count)) {
-        case .valid(let length): return length
+        case .valid(let length):
+            if length == 0, n > 0, n < queue.count {
+                throw RPCError.invalidParams("maxBytes \(maxBytes) is shorter than the next character (UTF-8 takes up to 4 bytes "
+                    + "a character): ask for more, or read as base64")
+            }
+            return length
         case .invalid(let offset): throw ServiceError.bodyNotUTF8(at: offset)
         }
     }

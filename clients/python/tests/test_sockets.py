@@ -222,6 +222,26 @@ class Echo(SocketCase):
         self.assertEqual(c.call("socket.read", {"socket": h}),
                          {"data": b64(b"ok\xff"), "encoding": "base64", "bytes": 3, "closed": False})
 
+    def test_utf8_read_shorter_than_the_next_character_is_refused(self):
+        """Not answered with no bytes for ever: the € waits for a read that can take it."""
+        c = self.connect()
+        peer = self.peer(echo)
+        h = self.create_connect(c, "127.0.0.1", peer.port)
+        self.assertEvent(c, h, "socket.onOpen")
+        c.call("socket.write", {"socket": h, "dataBase64": b64("€!".encode("utf-8"))})
+        self.assertEvent(c, h, "socket.onRead", {"socket": h, "available": 4})
+        for short in (1, 2):
+            with self.assertRaises(RPCError) as e:
+                c.call("socket.read", {"socket": h, "encoding": "utf8", "maxBytes": short})
+            self.assertEqual(e.exception.code, -32602)
+            self.assertIn("shorter than the next character", e.exception.data["detail"])
+        self.assertEqual(c.call("socket.read", {"socket": h, "encoding": "utf8", "maxBytes": 0}),
+                         {"data": "", "encoding": "utf8", "bytes": 0, "closed": False})
+        self.assertEqual(c.call("socket.read", {"socket": h, "encoding": "utf8", "maxBytes": 3}),
+                         {"data": "€", "encoding": "utf8", "bytes": 3, "closed": False})
+        self.assertEqual(c.call("socket.read", {"socket": h, "encoding": "utf8", "maxBytes": 1}),
+                         {"data": "!", "encoding": "utf8", "bytes": 1, "closed": False})
+
     def test_create_connect_write_in_one_batch_with_a_chosen_name(self):
         c = self.connect()
         peer = self.peer(echo)

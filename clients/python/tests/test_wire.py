@@ -551,7 +551,8 @@ class Redirects(WireCase):
                 a.script(cross, status=code, headers=["Location: " + b.url(landing)])
                 a.script(same, status=code, headers=["Location: " + landing])
                 body = None if method == "GET" else "payload %d" % code
-                headers = [("Authorization", token), ("X-Other", "kept")]
+                headers = [("Authorization", token), ("Proxy-Authorization", "Basic cHJveHk6c2VjcmV0"),
+                           ("X-Other", "kept")]
                 ma, mb = a.mark(), b.mark()
                 summary, _ = self.exchange(c, method, a.url(cross), headers, body)
                 self.assertEqual(summary["status"], 200, summary)
@@ -560,6 +561,8 @@ class Redirects(WireCase):
                 hop = b.since(mb)
                 self.assertEqual([(r.method, r.target) for r in hop], [(method, landing)])
                 self.assertEqual(hop[0].values("Authorization"), [], "Authorization went to another origin")
+                self.assertEqual(hop[0].values("Proxy-Authorization"), [], "Proxy-Authorization went to another origin")
+                self.assertEqual(hop[0].values("X-Other"), ["kept"])
                 self.assertEqual(hop[0].body, (body or "").encode())
                 # A same-origin hop keeps it.
                 ma = a.mark()
