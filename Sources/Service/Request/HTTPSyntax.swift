@@ -94,8 +94,10 @@ enum HTTPSyntax {
     /// What `checkURL` finds wrong with the URL of bytes `b`, or nil.
     private static func urlProblem(_ b: UnsafeBufferPointer<UInt8>) -> RPCError? {
         guard b.count <= 8192 else { return .invalidParams("'url' is longer than 8192 bytes") }
-        guard !b.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 || $0 == UInt8(ascii: " ") }) else {
-            return .invalidParams("'url' must not contain spaces, CR, LF or NUL")
+        // Controls (C0 and DEL) and spaces: libcurl refuses them anyway when the request
+        // is sent ("Malformed URL"), which is too late for a clear answer.
+        guard !b.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
+            return .invalidParams("'url' must not contain spaces or control characters (CR, LF, TAB, NUL, …)")
         }
         let slash = UInt8(ascii: "/"), colon = UInt8(ascii: ":")
         guard let sep = b.indices.dropLast(2).first(where: { b[$0] == colon && b[$0 + 1] == slash && b[$0 + 2] == slash }) else {
