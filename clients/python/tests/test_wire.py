@@ -310,7 +310,7 @@ class Smuggling(WireCase):
         bad_methods = ["GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\nGET", "GE T", "GET\r\n", "GET\x00", "G(ET)",
                        "POST\n"]
         bad_urls = [url + "\r\nX-Injected: 1", url + " HTTP/1.1\r\nHost: evil.example\r\n\r\n" + SMUGGLED,
-                    url + "/a b", url + "\x00", url + "\n"]
+                    url + "/a b", url + "\x00", url + "\n", url + "/a\tb", url + "\x7f", url + "\x01"]
         c.call("create", {"request": "inj"})
         c.call("open", {"request": "inj", "method": "POST", "url": url, "async": False, "subscribe": False})
         wrong = []
