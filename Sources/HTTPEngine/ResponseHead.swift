@@ -124,22 +124,13 @@ struct ResponseHeadParser {
             return
         }
         var colon = 0
-        while colon < end, line[colon] != 0x3A, ResponseHeadParser.isTokenByte(line[colon]) { colon += 1 }
-        // Not a field: no colon, or a name that is empty or not a token (RFC 9110 §5.1;
-        // a space before the colon among them, RFC 9112 §5.1). Dropped, so no client
-        // sees a field called "" or "X B".
+        while colon < end, line[colon] != 0x3A, HTTPToken.isTokenByte(line[colon]) || line[colon] >= 0x80 { colon += 1 }
+        // Not a field: no colon, or a name that is empty or has a control, a space (one
+        // before the colon among them, RFC 9112 §5.1) or a delimiter (RFC 9110 §5.1).
+        // Dropped, so no client sees a field called "" or "X B". Bytes above 0x7F are
+        // not token bytes either, but carry no such risk, and stay readable as text.
         guard colon > 0, colon < end, line[colon] == 0x3A else { return }
         current?.headers.append(line: line, name: 0..<colon, value: trimmedRange(line, from: colon + 1))
-    }
-
-    /// Whether `b` is a `tchar` (RFC 9110 §5.6.2): a letter, a digit, or one of
-    /// ``!#$%&'*+-.^_`|~``.
-    static func isTokenByte(_ b: UInt8) -> Bool {
-        switch b {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
-        case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: return true
-        default: return false
-        }
     }
 
     private static let httpPrefixCount = 5

@@ -225,7 +225,7 @@ extension TransferEngine {
     /// sends the headers it was given, and invents none.
     private func configureMethodAndBody(_ e: EasyHandle, _ t: Transfer) throws -> Bool {
         let method = t.hop.method
-        guard !method.isEmpty, method.utf8.allSatisfy(TransferEngine.isTokenByte) else {
+        guard HTTPToken.isToken(method) else {
             throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Method \"\(method)\" is not a valid HTTP token")
         }
         if method == "HEAD" {
@@ -319,7 +319,7 @@ extension TransferEngine {
         do {
             var hasContentType = false, hasUserAgent = false, hasAcceptEncoding = false
             for (name, value) in t.hop.headers {
-                guard !name.isEmpty, name.utf8.allSatisfy(TransferEngine.isTokenByte) else {
+                guard HTTPToken.isToken(name) else {
                     throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Header name \"\(name)\" is not a valid HTTP token")
                 }
                 // The second line of defence: the Service layer refuses these names first.
@@ -344,16 +344,6 @@ extension TransferEngine {
         guard list != nil else { return }
         t.headerList = OpaquePointer(list)
         try e.set(CURLOPT_HTTPHEADER, list: t.headerList)
-    }
-
-    /// tchar of RFC 9110 §5.6.2: what a method or header name may be made of.
-    static func isTokenByte(_ c: UInt8) -> Bool {
-        switch c {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(c)
-        }
     }
 
     private func check(_ code: CURLcode) throws {

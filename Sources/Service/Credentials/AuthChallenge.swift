@@ -88,15 +88,6 @@ struct AuthChallenge: Equatable {
 
     static func isWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
 
-    /// RFC 9110 §5.6.2 tchar.
-    static func isTokenChar(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        default:
-            "!#$%&'*+-.^_`|~".utf8.contains(b)
-        }
-    }
 
     /// A cursor over a field value's bytes.
     private struct Reader {
@@ -114,7 +105,7 @@ struct AuthChallenge: Equatable {
 
         mutating func token() -> String {
             let start = index
-            skip(AuthChallenge.isTokenChar)
+            skip(HTTPToken.isTokenByte)
             return String(decoding: bytes[start..<index], as: UTF8.self)
         }
 

@@ -2,25 +2,12 @@ import HTTPEngine
 import JSON
 import JSONRPC
 
-
 /// The checks on what clients hand us for the HTTP request, every place caller bytes
 /// reach the wire: methods are RFC 9110 tokens and not CONNECT, TRACE or TRACK; header
 /// names are tokens and not the ones that frame the message or manage the connection;
 /// header values and credentials carry no CR, LF or NUL (no header injection); URLs are
-/// absolute http or https URLs with a host and no CR, LF, NUL or space.
+/// absolute http or https URLs with a host and no control characters or spaces.
 enum HTTPSyntax {
-    static func isToken(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.allSatisfy { b in
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "A")...UInt8(ascii: "Z"):
-                return true
-            default:
-                return "!#$%&'*+-.^_`|~".utf8.contains(b)
-            }
-        }
-    }
-
     static func isFieldValue(_ s: String) -> Bool {
         !s.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
@@ -30,7 +17,7 @@ enum HTTPSyntax {
     /// `Host`, `Connection`…, any case), and a value without CR, LF or NUL. Every way a
     /// caller supplies headers goes through here (`HTTPRequest.setRequestHeader`).
     static func checkHeader(_ name: String, _ value: String) throws(RPCError) {
-        guard isToken(name) else {
+        guard HTTPToken.isToken(name) else {
             throw .invalidParams("'\(name)' is not a header name (letters, digits and !#$%&'*+-.^_`|~)")
         }
         guard !TransferRequest.isReservedHeader(name) else {
@@ -58,7 +45,7 @@ enum HTTPSyntax {
     /// A client's HTTP method, checked (a token of at most `maxMethodBytes`) and, as
     /// XMLHttpRequest does, the standard methods in upper case, others as given.
     static func method(_ m: String) throws(RPCError) -> String {
-        guard isToken(m), m.utf8.count <= maxMethodBytes else {
+        guard HTTPToken.isToken(m), m.utf8.count <= maxMethodBytes else {
             throw .invalidParams("'method' must be an HTTP method token of at most \(maxMethodBytes) bytes, such as GET")
         }
         let upper = m.uppercased()
