@@ -318,6 +318,10 @@ extension TransferEngine {
         }
         do {
             var hasContentType = false, hasUserAgent = false, hasAcceptEncoding = false
+            // With a cookie jar, the caller's `Cookie` goes in libcurl's own Cookie line,
+            // after the jar's cookies: one field, as RFC 6265 §5.4 asks, where a line of
+            // the list would be a second one.
+            var callerCookies: [String] = []
             for (name, value) in t.hop.headers {
                 guard HTTPToken.isToken(name) else {
                     throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT, "Header name \"\(name)\" is not a valid HTTP token")
@@ -332,8 +336,13 @@ extension TransferEngine {
                 if HeaderName.equal(name, "Content-Type") { hasContentType = true }
                 if HeaderName.equal(name, "User-Agent") { hasUserAgent = true }
                 if HeaderName.equal(name, "Accept-Encoding") { hasAcceptEncoding = true }
+                if t.hop.cookieJar != nil, !value.isEmpty, HeaderName.equal(name, "Cookie") {
+                    callerCookies.append(value)
+                    continue
+                }
                 try append(value.isEmpty ? "\(name);" : "\(name): \(value)")
             }
+            if !callerCookies.isEmpty { try e.set(CURLOPT_COOKIE, callerCookies.joined(separator: "; ")) }
             if !hasUserAgent, let line = userAgentLine { try append(line) }
             if !hasAcceptEncoding, t.hop.decodesContent { try append(TransferEngine.acceptEncodingLine) }
             if suppressContentType && !hasContentType { try append("Content-Type:") }

@@ -89,6 +89,18 @@ class CookieJarTest(ServerTestCase):
                                   before_send=[("setRequestHeader", {"header": "Cookie", "value": "own=x"})]),
                          {"own": "x"})
 
+    def test_a_cookie_header_of_the_caller_joins_the_jars_in_one_field(self):
+        """RFC 6265 §5.4: one Cookie field, the jar's cookies and then the caller's."""
+        get_json(self.c, self.url("/set-cookie?name=jar&value=1"))
+        headers = get_json(self.c, self.url("/headers"),
+                           before_send=[("setRequestHeader", {"header": "Cookie", "value": "mine=x"})])
+        # The fixture joins repeated fields with ", ": two fields would read "jar=1, mine=x".
+        self.assertEqual(headers.get("cookie"), "jar=1; mine=x", headers)
+        # With an empty jar, the caller's alone.
+        self.clear()
+        got = self.c.call("fetch", {"url": self.url("/cookies"), "headers": {"Cookie": "mine=x"}, "responseType": "json"})
+        self.assertEqual(got["body"], {"mine": "x"})
+
     def test_clear_cookies_empties_the_jar_at_once(self):
         get_json(self.c, self.url("/set-cookie?name=a&value=1&max_age=3600"))
         get_json(self.c, self.url("/set-cookie?name=b&value=2"))
