@@ -202,6 +202,14 @@ public final class Transfer {
         // HEADERS_RECEIVED now, not only when the first body byte comes.
         let blank = line.count <= 2 && line.allSatisfy { $0 == 13 || $0 == 10 }
         guard blank, let head = headParser.current else { return line.count }
+        if head.status == 101 {
+            // No request of ours asks to switch protocols (`Upgrade` is the engine's own
+            // header), so what follows is not HTTP: libcurl 7.88 would read it as the
+            // body of a final 101 (RFC 9110 §15.2.2: a server sends 101 only to a request
+            // that asked).
+            framingError = "101 Switching Protocols answers a request that asked for no protocol switch"
+            return 0
+        }
         if head.status >= 200 {
             // A body whose length cannot be known must not be read at all: refusing the
             // line aborts the transfer, and libcurl closes a connection whose transfer

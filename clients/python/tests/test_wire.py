@@ -627,6 +627,18 @@ class InvalidResponseFraming(WireCase):
             return ["%s: the next request reused connection %d" % (what, records[0].connection)]
         return []
 
+    def test_a_switch_of_protocols_nobody_asked_for_is_a_network_error(self):
+        """RFC 9110 §15.2.2: 101 only answers a request that asked to upgrade; what follows
+        it is not HTTP, and must not become a body."""
+        c = self.connect()
+        self.origin.script("/switch", status=101, headers=["Connection: Upgrade", "Upgrade: evil"], body=b"rawbytes")
+        summary, _ = self.exchange(c, "GET", self.origin.url("/switch"))
+        self.assertEqual((summary.get("state"), summary.get("status")), (5, 0), summary)
+        self.assertTrue(summary["statusText"].startswith(FRAMING_PREFIX), summary)
+        self.assertIn("101", summary["statusText"])
+        got = self.fetch(c, {"url": self.origin.url("/switch")})["result"]
+        self.assertEqual((got["status"], got["body"]), (0, ""), got)
+
     def test_the_state_is_done_and_the_status_text_says_why(self):
         c = self.connect()
         self.origin.script("/bad/state", headers=["Content-Length: 2", "Content-Length: 5"], body=b"hello")
