@@ -70,7 +70,9 @@ extension HTTPRequest {
                 transfer = nil
                 if let call = syncCall {
                     syncCall = nil
-                    replySummary(to: call)
+                    // The machine answers right after entering DONE; an `open` that
+                    // aborted the send is in OPENED by now, which the send never was.
+                    replySummary(to: call, state: .done)
                 }
             }
         }

@@ -374,7 +374,8 @@ final class HTTPRequest: SessionObject, TransferDelegate {
 
     /// Answers a synchronous send with `{state, stateName, status, statusText}`, written
     /// straight into the response with its keys written once (every such send ends here).
-    func replySummary(to call: RPCCall) {
+    func replySummary(to call: RPCCall, state: RequestState? = nil) {
+        let state = state ?? self.state
         call.reply { o in
             o.add(Summary.state, int: Int64(state.rawValue))
             o.add(Summary.stateName, string: state.name)

@@ -33,7 +33,7 @@ struct RequestStateMachine {
         case recordHead
         /// Record that the request ended without a response: status 0 and this text.
         case recordFailure(String)
-        /// Answer a waiting synchronous `send`.
+        /// Answer a waiting synchronous `send`: always right after DONE is entered.
         case answerSyncSend
     }
 

@@ -862,6 +862,18 @@ class SyncSend(ObjectTestCase):
         self.assertMessage([result({"state": 5, "stateName": "DONE", "status": 0, "statusText": "Aborted"}, 200),
                             result(True, 201)], got)
 
+    def test_open_answers_the_waiting_send_as_aborted(self):
+        """The send ended in DONE (aborted), whatever state the open that cut it leaves."""
+        self.need("create", "open", "send")
+        c = self.connect()
+        self.open_sync(c, "reo", self.url("/hang"))
+        c.send_raw(line(req("send", 210, {"request": "reo"})) +
+                   line(req("open", 211, {"request": "reo", "method": "GET", "url": self.url("/bytes/1")})))
+        got = sorted(self.responses_in_order(c, 2), key=lambda m: m["id"])
+        self.assertMessage([result({"state": 5, "stateName": "DONE", "status": 0, "statusText": "Aborted"}, 210),
+                            result(True, 211)], got)
+        self.assertEqual(c.call("getState", {"request": "reo"}), {"state": 1, "stateName": "OPENED", "attempt": 0})
+
     def test_body_readable_after_sync_send(self):
         self.need("create", "open", "send", "getReceiveBuffer")
         c = self.connect()
