@@ -425,6 +425,11 @@ public final class TransferEngine {
         var failure: TransferFailure?
         if let why = t.framingError {
             failure = TransferFailure(CURLE_WEIRD_SERVER_REPLY, TransferFailure.invalidFramingPrefix + why)
+        } else if result == CURLE_OUT_OF_MEMORY, !t.headDelivered {
+            // libcurl 7.88 holds a header line in a buffer capped at CURL_MAX_HTTP_HEADER
+            // and says only "Out of memory" when a line passes it.
+            failure = TransferFailure(result, "Response header too large: a line of the head passed libcurl's limit of "
+                + "\(CURL_MAX_HTTP_HEADER / 1024) KiB")
         } else if result != CURLE_OK {
             failure = egressFailure(of: t, at: effectiveURL) ?? TransferFailure(
                 curlCode: result, errorBuffer: slot.errorBuffer,

@@ -25,4 +25,14 @@ import Testing
         #expect(large.first?.name == "X-Large-0" && large.last?.name == "X-Large-49")
         #expect(try h.finish() == [])
     }
+
+    /// A header line over libcurl's limit ends the transfer with a text that says so,
+    /// not libcurl's "Out of memory".
+    @Test func aHeaderLineOverTheLimitSaysSo() throws {
+        let h = try Harness()
+        let r = try h.fetch(TransferRequest(url: h.url("/large-headers?count=1&size=150000")))
+        #expect(!r.succeeded)
+        #expect(r.failure?.text.hasPrefix("Response header too large") == true, "\(String(describing: r.failure))")
+        #expect(try h.finish() == [])
+    }
 }
