@@ -79,10 +79,11 @@ extension TransferEngine {
         return nil
     }
 
-    /// The next hop's absolute URL and target, or the denial that stops the transfer:
-    /// a `Location` that cannot be read, a scheme other than http and https, or a
-    /// destination the egress policy refuses. The messages quote the `Location` as the
-    /// server sent it, without any password.
+    /// The next hop's absolute URL and target, or the failure that stops the transfer:
+    /// a `Location` that cannot be read (the server's fault, not the policy's: it says
+    /// so), a scheme other than http and https, or a destination the egress policy
+    /// refuses. The messages quote the `Location` as the server sent it, without any
+    /// password.
     func redirectTarget(_ location: String, from base: String) -> Result<(url: String, target: URLTarget), TransferFailure> {
         let shown = URLRedaction.redact(location, secretNames: options.secretQueryNames)
         let reason: String
@@ -98,7 +99,9 @@ extension TransferEngine {
                 return .success(resolved)
             }
         } catch {
-            reason = "the redirect to \(shown) cannot be read, so it cannot be checked (\((error as? TransferFailure)?.text ?? "\(error)"))."
+            let why = (error as? TransferFailure)?.text ?? "\(error)"
+            log.notice("redirect refused: its Location \(shown) cannot be read (\(why))")
+            return .failure(TransferFailure(CURLE_WEIRD_SERVER_REPLY, "Invalid redirect: the Location \(shown) cannot be read (\(why))"))
         }
         log.notice("redirect refused: \(reason)")
         return .failure(options.egressPolicy == nil ? TransferFailure(CURLE_UNSUPPORTED_PROTOCOL, reason) : .egressDenied(reason))

@@ -36,6 +36,19 @@ import TestSupport
         #expect(try h.finish() == [])
     }
 
+    /// A `Location` that cannot be read is the server's fault, said so: not a denial of
+    /// the egress policy (which a client, and the metrics, would blame).
+    @Test func anUnreadableLocationIsAnInvalidRedirectNotADenial() throws {
+        let upstream = try Upstream()
+        let h = try Harness(options: .with(.testing(allow: ["127.0.0.1:\(upstream.port)"])), upstream: upstream)
+        let r = try h.fetch(TransferRequest(url: Self.redirect(h, to: "/a\tb")), seconds: 10)
+        #expect(r.completions == 1)
+        #expect(r.failure?.isEgressDenial == false)
+        #expect(r.failure?.text.hasPrefix("Invalid redirect: the Location /a\tb cannot be read") == true,
+                "\(String(describing: r.failure))")
+        #expect(try h.finish() == [])
+    }
+
     /// libcurl skips an empty `Location` and follows the first non-empty one: the check
     /// must judge that one, not stop at the empty header before it.
     @Test func anEmptyLocationDoesNotHideTheOneFollowed() throws {
