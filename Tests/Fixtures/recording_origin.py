@@ -98,7 +98,8 @@ class Record:
 class Script:
     """The answer to one path."""
 
-    def __init__(self, status=200, reason="OK", headers=(), body=b"", delay=0.0, close=False, hold=None):
+    def __init__(self, status=200, reason="OK", headers=(), body=b"", delay=0.0, close=False, hold=None,
+                 unasked=b"", unasked_delay=0.1):
         self.status = status
         self.reason = reason
         self.headers = list(headers)   # raw lines without CRLF, e.g. "Location: /x"
@@ -106,6 +107,11 @@ class Script:
         self.delay = delay             # seconds to wait before answering
         self.close = close             # close the connection after answering
         self.hold = hold               # a threading.Event: answer once it is set (at most HOLD_LIMIT s)
+        # bytes written on the connection ``unasked_delay`` s after the answer, unasked (a
+        # second response, a body after a HEAD's answer: what a client must never read
+        # as the answer to its next request there)
+        self.unasked = unasked.encode() if isinstance(unasked, str) else bytes(unasked)
+        self.unasked_delay = unasked_delay
 
 
 class _BadRequest(Exception):
@@ -475,6 +481,9 @@ class RecordingOrigin:
             lines.append("Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         self._write(conn.sock, head if no_body else head + script.body)
+        if script.unasked and not close:
+            time.sleep(script.unasked_delay)
+            self._write(conn.sock, script.unasked)
         return close
 
     @staticmethod

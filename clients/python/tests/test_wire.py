@@ -572,6 +572,32 @@ class Redirects(WireCase):
                 self.assertEqual(a.since(ma)[1].values("Authorization"), [token])
 
 
+class UnaskedBytes(WireCase):
+    """RFC 9112 §9.3: a response answers a request. Bytes an origin writes on an idle
+    keep-alive connection (a second response, a body after a HEAD's answer) must never
+    be read as the answer to the next request sent there."""
+
+    def test_a_second_response_nobody_asked_for_answers_nobody(self):
+        c = self.connect()
+        stray = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Unasked: yes\r\n\r\nSMUGGLED"
+        for method in ("GET", "HEAD"):
+            with self.subTest(method=method):
+                first, second = "/twice/%s" % method, "/next/%s" % method
+                self.origin.script(first, body=b"first", unasked=stray)
+                self.origin.script(second, body=b"real")
+                mark = self.origin.mark()
+                got = self.fetch(c, {"method": method, "url": self.origin.url(first)})["result"]
+                self.assertEqual(got["status"], 200, got)
+                time.sleep(0.4)  # the unasked bytes are on the idle connection by now
+                got = self.fetch(c, {"url": self.origin.url(second)})["result"]
+                self.assertEqual((got["status"], got["body"]), (200, "real"), got)
+                self.assertNotIn("X-Unasked", got["headers"])
+                records = self.origin.since(mark)
+                self.assertEqual([r.path for r in records], [first, second])
+                self.assertNotEqual(records[0].connection, records[1].connection,
+                                    "the next request went on the connection the unasked bytes came on")
+
+
 # --------------------------------------------------------------------------
 # d) Invalid response framing.
 
