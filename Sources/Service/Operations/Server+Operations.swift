@@ -50,6 +50,7 @@ extension Server {
 
     private func operationsAccepted(_ result: Result<EventLoop.Stream, UVError>) {
         guard case .success(let stream) = result else { return }
+        stream.setKeepAlive(idleSeconds: config.tcpKeepalive)  // its /rpc is a client connection
         let id = nextConnectionID
         nextConnectionID += 1
         let c = OperationsConnection(id: id, stream: stream, loop: loop, timeoutMs: config.httpTimeoutMs)

@@ -55,9 +55,9 @@ public struct ServerConfig: Sendable {
     /// How long a TLS client may take to finish its handshake before it is closed, in
     /// milliseconds (`--tls-handshake-timeout`).
     public var tlsHandshakeTimeout: UInt64 = 10_000
-    /// Seconds an accepted TCP connection (tcp:, tls:, ws:, wss:) may carry nothing before
-    /// the kernel probes its client (`Stream.setKeepAlive`); 0 probes never
-    /// (`--tcp-keepalive`).
+    /// Seconds an accepted TCP connection (tcp:, tls:, ws:, wss:, and the operations
+    /// listener's, whose `/rpc` is one) may carry nothing before the kernel probes its
+    /// client (`Stream.setKeepAlive`); 0 probes never (`--tcp-keepalive`).
     public var tcpKeepalive: UInt32 = 60
     /// Where state that outlives the process is kept (the principals' persistent
     /// cookies); nil keeps everything in memory.
