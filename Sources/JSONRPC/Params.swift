@@ -48,13 +48,18 @@ public struct Params: Sendable {
     }
 
     /// A non-negative number of seconds.
+    /// A duration: finite, not negative, and at most `maxSeconds` (a year), so that it
+    /// fits every timer and libcurl option it becomes in milliseconds. (A `timeout` of
+    /// 1e300 reached `UInt64(seconds * 1000)` and trapped, ending the process.)
     public func optionalSeconds(_ name: String) throws(RPCError) -> Double? {
         guard let v = self[name] else { return nil }
-        guard let d = v.doubleValue, d >= 0, d.isFinite else {
-            throw .invalidParams("'\(name)' must be a non-negative number of seconds")
+        guard let d = v.doubleValue, d >= 0, d <= Self.maxSeconds else {
+            throw .invalidParams("'\(name)' must be a non-negative number of seconds, at most \(Int(Self.maxSeconds)) (a year)")
         }
         return d
     }
+
+    public static let maxSeconds: Double = 365 * 86_400
 
     public func optionalObject(_ name: String) throws(RPCError) -> JSONObject? {
         guard let v = self[name] else { return nil }

@@ -250,6 +250,25 @@ class Abuse(ObjectTestCase):
         with self.server.connect_as("alice") as a:
             poll_until(lambda: a.call("list") == [], 30, "the request of the closed client released")
 
+    def test_huge_durations_are_refused_not_crashed_on(self):
+        """A duration far past any timer's range (1e300 s trapped the conversion to
+        milliseconds and ended the process) is -32602 wherever a client gives one."""
+        a = self.server.connect_as("alice")
+        self.addCleanup(a.close)
+        a.call("create", {"request": "d"})
+        a.call("open", {"request": "d", "method": "GET", "url": self.url("/"), "subscribe": False})
+        s = a.call("socket.create", {"host": "127.0.0.1", "port": 9})["socket"]
+        for huge in (1e300, 1e19, 365 * 86400 + 1):
+            for method, params in (("socket.connect", {"socket": s, "timeout": huge}),
+                                   ("send", {"request": "d", "timeout": huge}),
+                                   ("fetch", {"url": self.url("/"), "timeout": huge})):
+                with self.subTest(method=method, timeout=huge):
+                    with self.assertRaises(RPCError) as e:
+                        a.call(method, params)
+                    self.assertEqual(e.exception.code, -32602)
+                    self.assertIn("at most", e.exception.data["detail"])
+        self.assertServing("after huge durations")
+
     def test_oversize_everything(self):
         a = self.server.connect_as("alice")
         self.addCleanup(a.close)
