@@ -7,8 +7,9 @@ import Glibc
 /// Lifetime: like every handle here, a stream keeps itself alive while it is open, so
 /// whoever receives one must eventually `close()` it (dropping the last reference does
 /// not close the socket). After `close()` every operation is a no-op, no callback of this
-/// stream runs any more (`onRead`, `onDrain`, `onWriteError` and a pending shutdown
-/// completion are dropped), and bytes not yet handed to the kernel are discarded.
+/// stream runs any more (`onRead`, `onDrain`, `onWriteError`, a pending shutdown
+/// completion and the callback of a connect still under way are dropped), and bytes not
+/// yet handed to the kernel are discarded.
 /// `close()` may be called from inside any of the stream's own callbacks.
 ///
 /// Writing never blocks and never drops bytes (until close or a write error): what the
@@ -138,6 +139,10 @@ public final class Stream: UVHandle {
         onDrain = nil
         onWriteError = nil
         shutdownCompletion = nil
+        // Whoever closed a connecting stream gave the connect up (a socket's connect
+        // cancelled or timed out): libuv still answers the request, with ECANCELED, and
+        // that answer would reach an owner who may be gone.
+        connectDone = nil
         // Nobody can write any more; give back the memory now. `inFlight` may still be
         // read by libuv until the write callback (ECANCELED) and is freed there.
         pending.release()
@@ -444,7 +449,7 @@ public final class Stream: UVHandle {
     /// even when the arguments are invalid, so callers need only one error path. (The one
     /// exception, a failing `uv_tcp_init`, reports at once; libuv 1.44 never fails it.)
     /// Returns the stream being connected, so that the caller can give up by closing it
-    /// (`done` then reports ECANCELED); nil only in that exceptional case.
+    /// (`done` is then never called); nil only in that exceptional case.
     @discardableResult
     public static func connectTCP(
         loop: Loop, host: String, port: Int, _ done: @escaping (Result<Stream, UVError>) -> Void
@@ -523,17 +528,13 @@ public final class Stream: UVHandle {
     }
 
     /// The connect callback: hands over the stream, or closes it and reports the error
-    /// once the close has finished.
+    /// once the close has finished. Nothing when the stream was closed meanwhile.
     private func connectFinished(_ status: Int32, _ operation: String) {
         guard let done = connectDone else { return }
         connectDone = nil
         if status < 0 {
             let failure = UVError(status, operation)
-            if isClosed {
-                done(.failure(failure))
-            } else {
-                close { done(.failure(failure)) }
-            }
+            close { done(.failure(failure)) }
             return
         }
         setNoDelay(true)

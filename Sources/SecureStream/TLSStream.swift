@@ -313,6 +313,7 @@ public final class TLSStream: ByteStream {
         onRead = nil
         onDrain = nil
         onWriteError = nil
+        onHandshake = nil
         early = []
         if handshakeDone, writeFailure == nil {
             session.shutdown()

@@ -48,3 +48,24 @@ import TestSupport
     #expect(error.name == "EINVAL")
     #expect(pipeError.name == "ENOENT")
 }
+
+/// Closing a stream whose connect is under way gives the connect up: its callback never
+/// runs (libuv answers the request with ECANCELED during the close), so an owner that
+/// went away with it is not called. A raw socket whose connect was cancelled or timed
+/// out crashed the server on that call.
+@Test func closingAConnectingStreamCallsNothing() throws {
+    let harness = try LoopHarness()
+    let listener = harness.track(try Listener.tcp(loop: harness.loop, host: "127.0.0.1", port: 0))
+    let port = try #require(listener.boundPort)
+    try listener.listen { result in
+        if case .success(let accepted) = result { accepted.close() }
+    }
+    var called = 0
+    let stream = try #require(Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
+        called += 1
+        if case .success(let s) = result { s.close() }
+    })
+    stream.close { harness.finish() }
+    try harness.run()
+    #expect(called == 0)
+}

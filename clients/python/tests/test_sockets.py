@@ -288,6 +288,43 @@ class Echo(SocketCase):
                 self.assertEqual(rpc_error(lambda: c.call("socket.create", params)).code, -32602)
         self.assertEqual(c.call("list"), [])
 
+    def test_a_connect_given_up_while_under_way_ends_quietly(self):
+        """A connect the peer never answers (its SYN dropped: a listener whose backlog
+        is full), given up by disconnect, release, the connection closing, or its own
+        timeout: the server stays up (each of them once crashed it) and says so."""
+        hole = socket.socket()
+        self.addCleanup(hole.close)
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(0)
+        fillers = []
+        for _ in range(3):  # fill the backlog: from here on SYNs get no answer
+            f = socket.socket()
+            self.addCleanup(f.close)
+            f.setblocking(False)
+            f.connect_ex(hole.getsockname())
+            fillers.append(f)
+        port = hole.getsockname()[1]
+        for how in ("disconnect", "release", "close", "timeout"):
+            with self.subTest(how=how):
+                c = self.server.connect()
+                h = c.call("socket.create", {"host": "127.0.0.1", "port": port})["socket"]
+                c.call("socket.connect", {"socket": h, "timeout": 0.5 if how == "timeout" else 30})
+                time.sleep(0.2)
+                self.assertState(c, h, 1)
+                if how == "disconnect":
+                    self.assertIs(c.call("socket.disconnect", {"socket": h}), True)
+                    self.assertEvent(c, h, "socket.onClose", {"socket": h})
+                    self.assertState(c, h, 4)
+                elif how == "release":
+                    self.assertIs(c.call("socket.release", {"socket": h}), True)
+                elif how == "timeout":
+                    self.assertFailed(c, h, "timeout")
+                time.sleep(0.3)  # the cancelled connect's answer comes on the loop's next turns
+                c.close()
+                self.assertTrue(self.server.alive(), self.server.stderr_text())
+        c = self.connect()
+        self.assertEqual(c.call("list"), [])
+
     def test_every_state_and_what_each_refuses(self):
         c = self.connect()
         peer = self.peer(echo)
