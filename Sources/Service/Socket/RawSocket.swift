@@ -179,9 +179,23 @@ final class RawSocket: SessionObject, BudgetWaiter {
             // Closed on the next turn at the earliest, so the call is answered before
             // `socket.onClose` goes out, as for a close that has to wait.
             guard let stream, stream.pendingWriteBytes > 0 else { return env.soon { [weak self] in self?.closeStream() } }
-            stream.onDrain = { [weak self] in self?.closeStream() }
-            flushTimer = try? EventLoop.Timer(loop: env.loop)
-            flushTimer?.start(timeout: Self.flushTimeoutMs) { [weak self] in self?.closeStream() }
+            flush(stream)
+        }
+    }
+
+    /// Closes once the peer has taken what is queued, waiting at most `flushTimeoutMs`.
+    /// What it has not taken by then is dropped, and the client told so (`onErr`
+    /// `timeout`): it knows exactly that the bytes `write` accepted did not all arrive.
+    private func flush(_ stream: any ByteStream) {
+        stream.onDrain = { [weak self] in self?.closeStream() }
+        flushTimer = try? EventLoop.Timer(loop: env.loop)
+        flushTimer?.start(timeout: Self.flushTimeoutMs) { [weak self] in
+            guard let self else { return }
+            if let left = self.stream?.pendingWriteBytes, left > 0 {
+                report(SocketFailure(word: "timeout", message: "\(left) bytes queued for \(SocketConnector.endpoint(host, port)) "
+                    + "were not taken within \(Self.flushTimeoutMs) ms of the close, and are dropped"))
+            }
+            closeStream()
         }
     }
 
@@ -256,10 +270,17 @@ final class RawSocket: SessionObject, BudgetWaiter {
         startReading()
     }
 
-    /// The peer closed its end: what it sent stays readable.
+    /// The peer closed its end: what it sent stays readable, and what the client queued
+    /// still goes out, as for a `disconnect` (the socket is Disconnecting meanwhile): a
+    /// peer that only shut its writing side reads on, and one that closed makes the
+    /// write fail (`onErr`). Dropping the queue would end a half-sent upload with a FIN
+    /// that looks complete.
     private func ended() {
         inputEnded = true
-        closeStream()
+        guard flushTimer == nil else { return }  // a `disconnect` is flushing already
+        guard let stream, stream.pendingWriteBytes > 0 else { return closeStream() }
+        _ = try? machine.disconnect()  // Open → Disconnecting: no more writes
+        flush(stream)
     }
 
     /// Reading or writing failed: `socket.onErr`, then the close.
@@ -281,6 +302,11 @@ final class RawSocket: SessionObject, BudgetWaiter {
         connector = nil
         flushTimer?.close()
         flushTimer = nil
+        if let left = stream?.pendingWriteBytes, left > 0 {
+            // Accepted by `write` but never handed to the kernel: not sent.
+            bytesOut -= left
+            principal.usage.socketBytesSent -= UInt64(left)
+        }
         stream?.close()
         stream = nil
         inputEnded = true

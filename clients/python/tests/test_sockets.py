@@ -31,6 +31,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 from support import ANY_STR, ServerTestCase, free_tcp_port, pattern
@@ -392,6 +393,49 @@ class Echo(SocketCase):
         with peer.cond:
             self.assertEqual(peer.sha256.hexdigest(), pattern.pattern_sha256(size))
         self.assertIsNone(s.error)
+
+    def test_a_peer_that_shuts_its_writing_side_still_gets_every_queued_byte(self):
+        """Its FIN ends the socket as a disconnect does: what the client queued goes out
+        first. (It was dropped, and the peer saw a clean end of a half-sent upload.)"""
+        def shut_then_read(conn, peer):
+            if not peer.release.wait(10):
+                raise AssertionError("never released")
+            conn.shutdown(socket.SHUT_WR)
+            read_to_eof(conn, peer)
+        c = self.connect()
+        peer = self.peer(shut_then_read)
+        s = self.open_socket(c, "127.0.0.1", peer.port)
+        size = 4 * MIB
+        for offset in range(0, size, MIB):
+            self.assertEqual(s.write(b"".join(pattern.iter_pattern(MIB, offset=offset))), MIB)
+        peer.release.set()
+        s.wait_closed(timeout=10)
+        peer.wait_for(lambda p: p.eofs >= 1, 10, "the peer sees the end")
+        self.assertEqual(peer.snapshot()["received"], size)
+        with peer.cond:
+            self.assertEqual(peer.sha256.hexdigest(), pattern.pattern_sha256(size))
+        self.assertIsNone(s.error)
+
+    def test_queued_bytes_a_closing_peer_never_takes_are_reported(self):
+        """A peer that shuts its writing side and reads nothing: after the flush's 2 s,
+        onErr says how much was dropped, then onClose."""
+        gone = threading.Event()
+
+        def shut_and_sit(conn, peer):
+            if not peer.release.wait(10):
+                raise AssertionError("never released")
+            conn.shutdown(socket.SHUT_WR)
+            gone.wait(20)
+        c = self.connect()
+        peer = self.peer(shut_and_sit, rcvbuf=4096)
+        self.addCleanup(gone.set)  # before the peer stops (cleanups run last first)
+        h = self.create_connect(c, "127.0.0.1", peer.port)
+        self.assertEvent(c, h, "socket.onOpen")
+        answers = c.batch([("socket.write", {"socket": h, "dataBase64": b64(b"x" * MIB)}) for _ in range(4)])
+        self.assertTrue(all("result" in a for a in answers), answers)
+        peer.release.set()
+        message = self.assertFailed(c, h, "timeout", timeout=15)
+        self.assertIn("bytes queued for 127.0.0.1:%d were not taken" % peer.port, message)
 
     def test_a_tls_handshake_that_never_answers_times_out(self):
         c = self.connect()
