@@ -51,8 +51,14 @@ final class RawSocket: SessionObject, BudgetWaiter {
     private var inputEnded = false
     /// Whether reading stopped because the inbound buffer or the principal's is full.
     private var readingPaused = false
-    /// Bounds the flush of a `disconnect`.
+    /// A flush runs (`flush`: a `disconnect`, or the peer's end of input): the socket
+    /// closes when the queue drains, or when `flushTimer` says time is up.
+    private var flushing = false
     private var flushTimer: EventLoop.Timer?
+    /// The bytes of the outbound queue counted in the principal's `bufferedBytes`: the
+    /// queue as the last write left it, until it drains. (A queue that shrinks is seen
+    /// only when it empties, so in between the count is high, never low.)
+    private var outboundCounted = 0
 
     /// Bytes received and sent over the current stream, and when it was asked for: the
     /// access log's figures.
@@ -147,7 +153,16 @@ final class RawSocket: SessionObject, BudgetWaiter {
                 "maxBufferBytes", max: max,
                 "The socket already holds \(stream.pendingWriteBytes) bytes the peer has not taken; \(bytes.count) more would pass \(max) (--max-buffer-bytes). Wait and write again.")
         }
+        // The queue counts with the principal's other buffers, so many sockets to peers
+        // that do not read cannot hold sockets × --max-buffer-bytes of the server.
+        let budget = principal.limits.bufferedBytes
+        guard principal.bufferedBytes + bytes.count <= budget else {
+            throw ServiceError.limitExceeded(
+                "bufferedBytes", max: budget,
+                "Principal '\(principal.name)' holds \(principal.bufferedBytes) bytes not yet read or sent; \(bytes.count) more would pass its bufferedBytes limit of \(budget). Wait and write again.")
+        }
         stream.write(bytes)
+        countOutbound()
         bytesOut += bytes.count
         principal.usage.socketBytesSent += UInt64(bytes.count)
         return bytes.count
@@ -187,7 +202,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
     /// What it has not taken by then is dropped, and the client told so (`onErr`
     /// `timeout`): it knows exactly that the bytes `write` accepted did not all arrive.
     private func flush(_ stream: any ByteStream) {
-        stream.onDrain = { [weak self] in self?.closeStream() }
+        flushing = true
         flushTimer = try? EventLoop.Timer(loop: env.loop)
         flushTimer?.start(timeout: Self.flushTimeoutMs) { [weak self] in
             guard let self else { return }
@@ -220,6 +235,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
                 return
             }
             stream = made.stream
+            made.stream.onDrain = { [weak self] in self?.drained() }
             made.stream.onWriteError = { [weak self] error in
                 self?.broke(SocketFailure.from(error, "Writing to \(SocketConnector.endpoint(self?.host ?? "", self?.port ?? 0)) failed"))
             }
@@ -277,10 +293,23 @@ final class RawSocket: SessionObject, BudgetWaiter {
     /// that looks complete.
     private func ended() {
         inputEnded = true
-        guard flushTimer == nil else { return }  // a `disconnect` is flushing already
+        guard !flushing else { return }  // a `disconnect` is flushing already
         guard let stream, stream.pendingWriteBytes > 0 else { return closeStream() }
         _ = try? machine.disconnect()  // Open → Disconnecting: no more writes
         flush(stream)
+    }
+
+    /// Brings the principal's count of this socket's outbound queue to the queue's size.
+    private func countOutbound() {
+        let queued = stream?.pendingWriteBytes ?? 0
+        principal.buffered(queued - outboundCounted)
+        outboundCounted = queued
+    }
+
+    /// The peer has taken everything queued: the budget gets it back, and a flush is done.
+    private func drained() {
+        countOutbound()
+        if flushing { closeStream() }
     }
 
     /// Reading or writing failed: `socket.onErr`, then the close.
@@ -300,6 +329,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
     private func closeStream() {
         connector?.cancel()
         connector = nil
+        flushing = false
         flushTimer?.close()
         flushTimer = nil
         if let left = stream?.pendingWriteBytes, left > 0 {
@@ -309,6 +339,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         }
         stream?.close()
         stream = nil
+        countOutbound()
         inputEnded = true
         readingPaused = false
         guard machine.closed() else { return }

@@ -649,6 +649,37 @@ class PrincipalBudget(SocketCase):
         self.assertLess(max_lead, LargeStream.LEAD_LIMIT)
 
 
+    def test_writes_queued_for_peers_that_do_not_read_count_in_the_budget(self):
+        """Each socket's queue is bounded by --max-buffer-bytes (8 MiB here); together
+        they are bounded by the principal's budget (1 MiB), not sockets × 8 MiB."""
+        c = self.connect()
+        peer = self.peer(hold_then_read, rcvbuf=4096)
+        self.addCleanup(peer.release.set)
+        handles = []
+        for _ in range(4):
+            h = self.create_connect(c, "127.0.0.1", peer.port)
+            self.assertEvent(c, h, "socket.onOpen")
+            handles.append(h)
+        accepted, refusal = 0, None
+        for i in range(64):  # bounded: 16 MiB offered, far past the budget
+            try:
+                accepted += c.call("socket.write", {"socket": handles[i % 4], "dataBase64": b64(b"y" * (256 * 1024))})["bytes"]
+            except RPCError as e:
+                refusal = e
+                break
+        self.assertIsNotNone(refusal, "every write was accepted")
+        self.assertEqual(refusal.data["limit"], "bufferedBytes", refusal.data)
+        held = c.call("server.stats")["bufferedBytes"]
+        self.assertLessEqual(held, MIB)
+        # What the kernels' buffers took is not held: accepted can pass the budget by that.
+        note("%.2f MiB accepted, %.2f MiB held under a 1 MiB budget" % (accepted / MIB, held / MIB))
+        # Once the peer reads, the queues drain and the budget comes back.
+        peer.release.set()
+        poll_until(lambda: c.call("server.stats")["bufferedBytes"] == 0, 10, "the budget given back")
+        for h in handles:
+            self.assertEqual(c.call("socket.write", {"socket": h, "data": "more"}), {"bytes": 4})
+
+
 class WriteLimit(SocketCase):
     SERVER_ARGS = ("--max-buffer-bytes", str(MIB))
     PIECE = 256 * 1024
