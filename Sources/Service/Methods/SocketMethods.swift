@@ -1,3 +1,4 @@
+import HTTPEngine
 import JSON
 import JSONRPC
 
@@ -95,6 +96,11 @@ enum SocketMethodParams {
         }
         guard !host.isEmpty, host.utf8.count <= 253, allowed else {
             throw RPCError.invalidParams("'host' must be a host name or an IP literal (at most 253 of A-Z a-z 0-9 . - _, or an IPv6 address)")
+        }
+        // ':' and '%' belong to IPv6 literals (and their zones) only: "127.0.0.1:80" is no host.
+        if host.utf8.contains(where: { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "%") }),
+           IPAddress.parseLiteral(String(host)) == nil {
+            throw RPCError.invalidParams("'host' \"\(host)\" has ':' or '%' but is no IPv6 address (give the port as 'port')")
         }
         return String(host)
     }

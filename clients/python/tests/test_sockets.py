@@ -283,6 +283,7 @@ class Echo(SocketCase):
         for params in ({"host": "", "port": 80}, {"host": "a" * 254, "port": 80},
                        {"host": "a b", "port": 80}, {"host": "a\r\nb", "port": 80},
                        {"host": "a\u0000b", "port": 80}, {"host": "a/b", "port": 80},
+                       {"host": "127.0.0.1:80", "port": 80}, {"host": "%", "port": 80}, {"host": ":::::", "port": 80},
                        {"host": "example.com", "port": 0}, {"host": "example.com", "port": 65536},
                        {"host": "example.com", "port": -1}, {"host": "example.com"}, {"port": 80}):
             with self.subTest(params=params):
