@@ -58,8 +58,12 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
     /// would otherwise reach a client that splits lines on it as a line of its own
     /// (`X-A: a\rSet-Cookie: b`).
     private mutating func blankControls(in range: Range<Int>) {
-        for i in range where bytes[i] == 0x0D || bytes[i] == 0 { bytes[i] = 0x20 }
+        for i in range { bytes[i] = HeaderFields.blanked(bytes[i]) }
     }
+
+    /// A CR or NUL as SP, any other byte as it is: the rule for field values and the
+    /// status line's phrase alike.
+    static func blanked(_ b: UInt8) -> UInt8 { b == 0x0D || b == 0 ? 0x20 : b }
 
     /// Adds a field given as its name and value.
     mutating func append<Bytes: Collection<UInt8>>(name: Bytes, value: Bytes) {

@@ -157,8 +157,8 @@ struct ResponseHeadParser {
         let phrase = trimmed(line, from: i)
         var reason: String
         if HeaderFields.hasControls(phrase) {
-            // As in a field value (`HeaderFields.hasControls`): a CR or NUL reads as SP.
-            let blanked = phrase.map { $0 == 0x0D || $0 == 0 ? 0x20 : $0 }
+            // As in a field value: a CR or NUL reads as SP.
+            let blanked = phrase.map(HeaderFields.blanked)
             reason = blanked.withUnsafeBytes { decodeHeaderText($0) }
         } else {
             reason = decodeHeaderText(phrase)

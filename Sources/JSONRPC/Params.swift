@@ -47,7 +47,6 @@ public struct Params: Sendable {
         return try int(name, in: range)
     }
 
-    /// A non-negative number of seconds.
     /// A duration: finite, not negative, and at most `maxSeconds` (a year), so that it
     /// fits every timer and libcurl option it becomes in milliseconds. (A `timeout` of
     /// 1e300 reached `UInt64(seconds * 1000)` and trapped, ending the process.)

@@ -88,7 +88,6 @@ struct AuthChallenge: Equatable {
 
     static func isWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
 
-
     /// A cursor over a field value's bytes.
     private struct Reader {
         let bytes: [UInt8]
