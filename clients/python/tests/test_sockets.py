@@ -146,6 +146,21 @@ class SocketCase(ServerTestCase):
                                                      "stateName": STATE_NAMES[number]}},
                            {"code": e.code, "data": e.data}, method)
 
+    def write_pattern(self, s, size):
+        """Writes the first ``size`` bytes of the pattern, a MiB a call, each accepted whole."""
+        for offset in range(0, size, MIB):
+            self.assertEqual(s.write(b"".join(pattern.iter_pattern(MIB, offset=offset))), MIB)
+        return size
+
+    def assertClosedWithAllDelivered(self, s, peer, size):
+        """``s`` closes without an error and its peer got exactly the pattern's ``size`` bytes."""
+        s.wait_closed(timeout=10)
+        peer.wait_for(lambda p: p.eofs >= 1, 10, "the peer sees the end")
+        self.assertEqual(peer.snapshot()["received"], size)
+        with peer.cond:
+            self.assertEqual(peer.sha256.hexdigest(), pattern.pattern_sha256(size))
+        self.assertIsNone(s.error)
+
     def assertFailed(self, c, handle, error, message_prefix="", timeout=10):
         """onErr with ``error`` (its message starting with ``message_prefix``), then onClose,
         then state Disconnected; the message is returned."""
@@ -384,16 +399,9 @@ class Echo(SocketCase):
         c = self.connect()
         peer = self.peer(read_to_eof)
         s = self.open_socket(c, "127.0.0.1", peer.port)
-        size = 4 * MIB
-        for offset in range(0, size, MIB):
-            self.assertEqual(s.write(b"".join(pattern.iter_pattern(MIB, offset=offset))), MIB)
+        size = self.write_pattern(s, 4 * MIB)
         s.disconnect()
-        s.wait_closed(timeout=10)
-        peer.wait_for(lambda p: p.eofs >= 1, 10, "the peer sees the end")
-        self.assertEqual(peer.snapshot()["received"], size)
-        with peer.cond:
-            self.assertEqual(peer.sha256.hexdigest(), pattern.pattern_sha256(size))
-        self.assertIsNone(s.error)
+        self.assertClosedWithAllDelivered(s, peer, size)
 
     def test_a_peer_that_shuts_its_writing_side_still_gets_every_queued_byte(self):
         """Its FIN ends the socket as a disconnect does: what the client queued goes out
@@ -406,16 +414,9 @@ class Echo(SocketCase):
         c = self.connect()
         peer = self.peer(shut_then_read)
         s = self.open_socket(c, "127.0.0.1", peer.port)
-        size = 4 * MIB
-        for offset in range(0, size, MIB):
-            self.assertEqual(s.write(b"".join(pattern.iter_pattern(MIB, offset=offset))), MIB)
+        size = self.write_pattern(s, 4 * MIB)
         peer.release.set()
-        s.wait_closed(timeout=10)
-        peer.wait_for(lambda p: p.eofs >= 1, 10, "the peer sees the end")
-        self.assertEqual(peer.snapshot()["received"], size)
-        with peer.cond:
-            self.assertEqual(peer.sha256.hexdigest(), pattern.pattern_sha256(size))
-        self.assertIsNone(s.error)
+        self.assertClosedWithAllDelivered(s, peer, size)
 
     def test_queued_bytes_a_closing_peer_never_takes_are_reported(self):
         """A peer that shuts its writing side and reads nothing: after the flush's 2 s,
