@@ -39,7 +39,7 @@ RELEASE_FLAGS := --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked \
 ARGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: run run-deps build release deps test-deps test swift-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check
+.PHONY: run run-deps build release deps test-deps test swift-test integration-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check
 
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
 ## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
@@ -110,10 +110,11 @@ install: deps
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 .build/release/xhrpcd .build/release/xhrpc "$(DESTDIR)$(PREFIX)/bin/"
 
-## test: every test: Swift unit and integration tests, the Python and Node client suites, the
-## release build that `make run` uses (whole-module builds resolve imports differently), the
-## Dockerfile lint, the Swift tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
-test: test-deps build release swift-test client-test examples lint sanitize fuzz
+## test: every test: Swift unit and integration tests, the server's black-box suite
+## (Tests/Integration), the Python and Node client suites, the release build that `make run`
+## uses (whole-module builds resolve imports differently), the Dockerfile lint, the Swift
+## tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
+test: test-deps build release swift-test integration-test client-test examples lint sanitize fuzz
 
 ## The Swift tests start their fixtures (Tests/Fixtures) with the `python3` on PATH: the
 ## test environment's comes first, with the packages they need (brotli for `br`).
@@ -122,8 +123,15 @@ TEST_PATH := PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
 swift-test: test-deps
 	$(TEST_PATH) swift test $(SWIFT_FLAGS)
 
-## client-test: the Python and the Node client suites (standard library only, Node >= 18),
-## each against the debug xhrpcd and the fixture upstream.
+## integration-test: the server's black-box suite (Tests/Integration, Python's unittest): the
+## real debug xhrpcd, the Swift CLI, deploy/ and conformance, against upstreams, proxies and
+## peers the tests start themselves on loopback from Tests/Fixtures. TESTS='test_wire' (module,
+## class or test ids, as unittest takes them) runs a part.
+integration-test: test-deps build
+	cd Tests/Integration && XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(PYTHON) -m unittest $(if $(TESTS),$(TESTS),discover -s . -t .) -v
+
+## client-test: the Python client's own tests and the Node client suite (standard library
+## only, Node >= 18), each against the debug xhrpcd and the fixture upstream.
 client-test: test-deps build
 	XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(PYTHON) -m unittest discover -s clients/python/tests -t clients/python -v
 	XHRPCD=$(CURDIR)/.build/debug/xhrpcd $(NODE) --test clients/node/test/*.test.js

@@ -1,4 +1,4 @@
-"""Loopback peers for the raw-socket tests (clients/python/tests/test_sockets.py).
+"""Loopback peers for the raw-socket tests (Tests/Integration/test_sockets.py).
 
 A ``Peer`` listens on 127.0.0.1 (or ::1, or both on one port) with a port the kernel
 picks, accepts on a thread of its own and runs one ``serve(conn, peer)`` per

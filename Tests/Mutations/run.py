@@ -4,7 +4,7 @@ guarded by a test that fails when the invariant is gone.
 
 Every mutation in mutations.json is a patch (made with `git diff` against the tree) that
 switches one invariant off, with the tests that guard it: Python test ids (run from
-clients/python with the scratch tree's xhrpcd) and `swift test --filter` patterns. For
+Tests/Integration with the scratch tree's xhrpcd) and `swift test --filter` patterns. For
 each one this script, in one scratch worktree of the committed HEAD
 (.build-mutation/tree, whose own .build stays between mutations and runs, so every
 build after the first is incremental):
@@ -109,8 +109,8 @@ def check_security_doc(repo, entries):
         if "the same" in row:  # "… the same two tests": the row above names them
             row = rows.get(number - 1, "") + row
         for test in e["python"]:
-            parts = test.split(".")  # tests.test_file.Class[.test]
-            if parts[1] + ".py" not in row or ".".join(parts[2:]) not in row:
+            parts = test.split(".")  # test_file.Class[.test]
+            if parts[0] + ".py" not in row or ".".join(parts[1:]) not in row:
                 problems.append("%s: its row in docs/SECURITY.md does not name %s" % (e["patch"], test))
         for pattern in e["swift"]:
             if pattern not in row:
@@ -203,7 +203,7 @@ def run_guards(scratch, log, python_ids, swift_filters, failfast):
         env = dict(os.environ, XHRPCD=str(scratch.tree / ".build" / "debug" / "xhrpcd"), PYTHONDONTWRITEBYTECODE="1")
         argv = [sys.executable, "-m", "unittest"] + (["-f"] if failfast else []) + list(python_ids)
         start = log.stat().st_size if log.exists() else 0
-        code, _ = run_logged(argv, scratch.tree / "clients" / "python", log, TEST_TIMEOUT, env=env)
+        code, _ = run_logged(argv, scratch.tree / "Tests" / "Integration", log, TEST_TIMEOUT, env=env)
         if code != 0:
             passed = False
             details.append("python: %s" % ("timed out" if code == "timeout" else "failed"))

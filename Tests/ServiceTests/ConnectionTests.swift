@@ -17,7 +17,7 @@ import TestSupport
         }
     }
 
-    /// Past a principal's transfer limit sends are refused (clients/python/tests/test_principals.py);
+    /// Past a principal's transfer limit sends are refused (Tests/Integration/test_principals.py);
     /// here the limit admits all 500 at once, to load one connection.
     @Test func fiveHundredRequestsOnOneConnection() throws {
         try withServer({ $0.limits.transfers = 500 }) { server, up in

@@ -3,7 +3,7 @@
 /**
  * Test support: starts the real xhrpcd binary and the real fixture upstream
  * (Tests/Fixtures/upstream.py), makes the test certificates (Tests/Fixtures/certs.py) and
- * the upstream's body pattern, as clients/python/tests/support.py does for Python.
+ * the upstream's body pattern, as Tests/Integration/support.py does for Python.
  *
  * The binary is `$XHRPCD` if set, else `<repo>/.build/debug/xhrpcd`, else
  * `<repo>/.build/release/xhrpcd`; a missing binary fails the suite (a run must not pass by

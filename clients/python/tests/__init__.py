@@ -1,12 +1,16 @@
-"""xhrpc Python client tests (run: python3 -m unittest discover -s clients/python/tests -v).
+"""The Python client's own tests (run: make client-test, or from clients/python:
+python3 -m unittest discover -s tests -t . -v).
 
-The modules import ``support`` as a top-level module; this puts their folder on
-sys.path so discovery with ``-t clients/python`` (tests as a package) works too.
+They use the server's integration-test support (Tests/Integration/support.py: the real
+xhrpcd and the fixture upstream), so this puts that folder on sys.path, and their own
+folder too, so that ``import support`` works whichever way they are run.
 """
 
 import os
 import sys
 
 _here = os.path.dirname(os.path.abspath(__file__))
-if _here not in sys.path:
-    sys.path.insert(0, _here)
+_integration = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_here))), "Tests", "Integration")
+for _p in (_integration, _here):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)

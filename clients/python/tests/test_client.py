@@ -5,35 +5,8 @@ import socket
 import time
 import unittest
 
-import support  # noqa: F401  (puts the client on sys.path)
+from support import ScriptedPeer as Peer
 from xhrpc import Client, ConnectionClosed, MalformedMessage, RPCError
-
-
-class Peer:
-    """The server side of a socketpair: reads the client's lines, writes bytes back."""
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.sock.settimeout(5)
-        self.buf = b""
-
-    def read_line(self):
-        deadline = time.monotonic() + 5
-        while b"\n" not in self.buf:
-            if time.monotonic() > deadline:
-                raise TimeoutError("no line from the client")
-            data = self.sock.recv(65536)
-            if not data:
-                raise EOFError("client closed")
-            self.buf += data
-        line, _, self.buf = self.buf.partition(b"\n")
-        return json.loads(line)
-
-    def write(self, data):
-        self.sock.sendall(data)
-
-    def send(self, *msgs):
-        self.write(b"".join(json.dumps(m, separators=(",", ":")).encode() + b"\n" for m in msgs))
 
 
 class ClientTests(unittest.TestCase):

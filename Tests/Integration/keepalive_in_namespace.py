@@ -6,7 +6,7 @@ import socket
 import time
 import unittest
 
-from tests.support import Upstream, XhrpcServer
+from support import Upstream, XhrpcServer
 
 
 def stats(server):

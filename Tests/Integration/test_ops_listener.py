@@ -14,7 +14,7 @@ import unittest
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import XhrpcServer, Upstream, free_tcp_port
+from support import XhrpcServer, Upstream, free_tcp_port
 
 HTTP_TIMEOUT = 10.0
 # The server's httpTimeoutMs: a client has this long from connect to close.

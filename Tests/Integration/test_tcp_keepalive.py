@@ -20,11 +20,11 @@ class KeepAlive(unittest.TestCase):
         setup = "ip link set lo up && sysctl -qw net.ipv4.tcp_fin_timeout=1"
         if subprocess.run(["unshare", "-n", "sh", "-c", setup], capture_output=True).returncode != 0:
             self.skipTest("cannot make a network namespace here (unshare -n needs root)")
-        top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        here = os.path.dirname(os.path.abspath(__file__))
         child = subprocess.run(
-            ["unshare", "-n", "sh", "-c", setup + ' && exec "$0" -m unittest -v tests.keepalive_in_namespace',
+            ["unshare", "-n", "sh", "-c", setup + ' && exec "$0" -m unittest -v keepalive_in_namespace',
              sys.executable],
-            cwd=top, capture_output=True, text=True, timeout=120)
+            cwd=here, capture_output=True, text=True, timeout=120)
         self.assertEqual(child.returncode, 0, child.stdout + child.stderr)
         self.assertIn("Ran 3 tests", child.stderr)
         self.assertNotIn("skipped", child.stderr)

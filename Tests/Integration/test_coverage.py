@@ -1,8 +1,8 @@
 """Every method api/openrpc.json declares is called by name in at least one test.
 
 A method no test calls can break without a test failing. This reads the method names
-of api/openrpc.json and looks for a call of each in the sources of the three suites
-(clients/python/tests, clients/node/test, Tests/): ``call("NAME"``, ``request("NAME"``,
+of api/openrpc.json and looks for a call of each in the sources of the suites
+(Tests/Integration, clients/python/tests, clients/node/test, Tests/ for Swift): ``call("NAME"``, ``request("NAME"``,
 ``req("NAME"``, ``send("NAME"`` and the like, ``"method": "NAME"`` in a message
 written out, or ``("NAME", {…})`` in a batch. A method merely listed (in a table of
 names, or a loop over ``rpc.discover``) does not count. Needs no server.
@@ -16,6 +16,7 @@ from support import REPO
 
 SPEC = REPO / "api" / "openrpc.json"
 SUITES = [
+    (REPO / "Tests" / "Integration", "*.py"),
     (REPO / "clients" / "python" / "tests", "*.py"),
     (REPO / "clients" / "node" / "test", "*.js"),
     (REPO / "Tests", "*.swift"),

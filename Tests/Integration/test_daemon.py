@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from tests.support import XhrpcServer, require_binary, free_tcp_port
+from support import XhrpcServer, require_binary, free_tcp_port
 
 
 def run_briefly(argv, timeout=10):

@@ -33,8 +33,7 @@ import time
 import unittest
 import urllib.parse
 
-from support import ServerTestCase, free_tcp_port, pattern
-from test_client import Peer
+from support import ScriptedPeer as Peer, ServerTestCase, free_tcp_port, pattern
 from xhrpc import AsyncClient, Client, Interceptor, RPCError
 
 ALICE = {"name": "alice", "token": "alice-" + "a" * 40}

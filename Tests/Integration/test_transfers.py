@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from support import ServerTestCase, XhrpcServer, pattern
-from tests.test_fetch_serializers import parse_multipart
+from test_fetch_serializers import parse_multipart
 from xhrpc import AsyncClient, RPCError
 
 N = 300_001

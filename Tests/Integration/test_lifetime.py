@@ -22,8 +22,8 @@ import tempfile
 import time
 import unittest
 
-from tests.support import ServerTestCase, Upstream, XhrpcServer
-from tests.support import pattern
+from support import ServerTestCase, Upstream, XhrpcServer
+from support import pattern
 from xhrpc import RPCError
 
 STOP_DEADLINE = 15.0

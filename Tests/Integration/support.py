@@ -22,7 +22,7 @@ import time
 import unittest
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "Tests" / "Fixtures"
 CLIENT_DIR = REPO / "clients" / "python"
 for _p in (str(CLIENT_DIR), str(FIXTURES)):
@@ -555,3 +555,31 @@ class ServerTestCase(unittest.TestCase):
         client.send(req("server.info", sentinel_id))
         msg = client.read_message(10)
         self.assertMessage(result(SERVER_INFO, sentinel_id), msg, note or "expected no reply before the sentinel")
+
+
+class ScriptedPeer:
+    """The server side of a socketpair: reads the client's lines, writes bytes back (the
+    Python client's own tests, and the interceptor tests that play a server by hand)."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.sock.settimeout(5)
+        self.buf = b""
+
+    def read_line(self):
+        deadline = time.monotonic() + 5
+        while b"\n" not in self.buf:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no line from the client")
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError("client closed")
+            self.buf += data
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line)
+
+    def write(self, data):
+        self.sock.sendall(data)
+
+    def send(self, *msgs):
+        self.write(b"".join(json.dumps(m, separators=(",", ":")).encode() + b"\n" for m in msgs))
