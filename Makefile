@@ -155,7 +155,7 @@ sanitize: test-deps
 	$(TEST_PATH) LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	  swift test --sanitize address --disable-xctest --build-path .build/asan $(SWIFT_FLAGS)
 
-## mutation-check: proves that each security invariant of docs/SECURITY.md has a test
+## mutation-check: proves that each security invariant of docs/security/SECURITY.md has a test
 ## that fails without it. Each patch in Tests/Mutations switches one invariant off, and
 ## Tests/Mutations/mutations.json names the tests that guard it. Tests/Mutations/run.py
 ## applies the patches one at a time to a scratch worktree of the committed HEAD

@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layers (docs/ARCHITECTURE.md): C libraries → CShims → EventLoop / JSON → SecureStream (TLS on
+// Layers (docs/internals/ARCHITECTURE.md): C libraries → CShims → EventLoop / JSON → SecureStream (TLS on
 // an EventLoop stream) → WebSocket (on either) → JSONRPC → HTTPEngine → Service → xhrpcd; and the client side,
 // EventLoop / SecureStream / JSON → XHRPCClient → xhrpc. Each target imports only the
 // layers beneath it.
