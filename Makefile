@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev libwslay-dev libjemalloc-dev
-## What the README's first session uses besides the binaries: Python for the upstream it
+## What the README's first five minutes use besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
 APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server chromium krb5-kdc krb5-admin-server krb5-user libkrb5-dev gcc python3-dev
@@ -51,7 +51,7 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_BUILD_DEPS); \
 	fi
 
-## run-deps: what the README's first session needs besides what `deps` installs.
+## run-deps: what the README's first five minutes need besides what `deps` installs.
 run-deps:
 	@missing=""; for p in $(APT_RUN_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -96,7 +96,7 @@ release: deps
 ## with nothing changed starts in seconds) and start xhrpcd on the default Unix socket
 ## ($XDG_RUNTIME_DIR/xhrpc.sock, else /tmp/xhrpc-<uid>.sock) with the demo configuration
 ## deploy/demo-config.json, whose egress policy allows loopback only (the server's own
-## default denies it), so the README's session against a local server works.
+## default denies it), so the README's first five minutes against a local server works.
 ## Extra flags: make run ARGS="..."; flags win over the file's keys.
 run: deps run-deps
 	swift build -c release --product xhrpcd $(RELEASE_FLAGS) $(SWIFT_FLAGS)

@@ -250,7 +250,7 @@ public struct EngineOptions: Sendable {
     public var caFile: String? = nil
     /// The lowest TLS version accepted, on every https connection (origin or tunnel).
     public var tlsMin: TLSVersion = .v1_2
-    /// Where transfers may go (README.md, "Security"). nil checks nothing: engine tests that are
+    /// Where transfers may go (docs/security/egress.md). nil checks nothing: engine tests that are
     /// not about the policy run without one. The server always sets one; its default,
     /// with no patterns, denies loopback, private and the other special-purpose ranges.
     public var egressPolicy: EgressPolicy? = nil

@@ -3,7 +3,7 @@
 /// owner (`HTTPRequest`) only performs those actions. One function, `move`, changes the
 /// state, so every transition yields exactly one `notify`, in order.
 ///
-/// Transitions (the state table api/openrpc.json and the README describe):
+/// Transitions (the state table api/openrpc.json and docs/guide/requests.md describe):
 /// - UNSENT: `open` → OPENED.
 /// - OPENED: `open` → OPENED again (options kept, headers and body cleared); `send` → SENT.
 /// - SENT: head received → HEADERS_RECEIVED; failure → DONE; `abort` → DONE; a retry

@@ -1,4 +1,4 @@
-"""Cookies (the README's cookie section) through the real xhrpcd.
+"""Cookies (docs/guide/cookies-and-credentials.md) through the real xhrpcd.
 
 One jar per principal, shared by all of its requests: a cookie set by one request is
 sent by the next. ``disableCookieHandling`` takes one request out of it (it neither
