@@ -68,7 +68,7 @@ let package = Package(
         .plugin(name: "EmbedOpenRPC", capability: .buildTool(), dependencies: ["embed-file"]),
         // xhrpcd allocates with jemalloc (Debian's libjemalloc2), which serves the many
         // small, short-lived allocations of a request in less CPU than glibc's malloc
-        // (Benchmarks/README.md, "Allocator"). Only the server: the benchmark's direct
+        // (docs/internals/benchmark-history.md, "Allocator"). Only the server: the benchmark's direct
         // libcurl client, its peer, keeps glibc's.
         .executableTarget(name: "xhrpcd", dependencies: [
             "Service", "CShims", .product(name: "ArgumentParser", package: "swift-argument-parser"),
