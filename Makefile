@@ -39,7 +39,7 @@ RELEASE_FLAGS := --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked \
 ARGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: run run-deps build release deps test-deps test swift-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check
+.PHONY: run run-deps build release deps test-deps test docs docs-check swift-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check
 
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
 ## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
@@ -110,10 +110,22 @@ install: deps
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 .build/release/xhrpcd .build/release/xhrpc "$(DESTDIR)$(PREFIX)/bin/"
 
-## test: every test: Swift unit and integration tests, the Python and Node client suites, the
+## test: every test: the docs check, Swift unit and integration tests, the Python and Node client suites, the
 ## release build that `make run` uses (whole-module builds resolve imports differently), the
 ## Dockerfile lint, the Swift tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
-test: test-deps build release swift-test client-test examples lint sanitize fuzz
+test: test-deps docs-check build release swift-test client-test examples lint sanitize fuzz
+
+## docs: writes docs/reference/methods.md from api/openrpc.json (docs/tools/gen_reference.py).
+docs:
+	python3 docs/tools/gen_reference.py
+
+## docs-check: a second or so, standard library only: docs/reference/methods.md is what
+## api/openrpc.json gives, every relative link of the Markdown pages resolves (file and
+## heading), every page of docs/ says whom it is for; then the tools' own tests.
+docs-check:
+	python3 docs/tools/gen_reference.py --check
+	python3 docs/tools/check_docs.py
+	python3 -m unittest discover -s docs/tools -t docs/tools
 
 ## The Swift tests start their fixtures (Tests/Fixtures) with the `python3` on PATH: the
 ## test environment's comes first, with the packages they need (brotli for `br`).
