@@ -156,7 +156,7 @@ struct RequestStateMachine {
         return actions
     }
 
-    /// The seed's abort: true only while a transfer is under way.
+    /// `abort` (api/openrpc.json): true only while a transfer is under way.
     mutating func abort() -> (aborted: Bool, actions: Actions) {
         guard state.isInFlight else { return (false, []) }
         var actions = Actions()
