@@ -121,7 +121,8 @@ docs:
 
 ## docs-check: a second or so, standard library only: docs/reference/methods.md is what
 ## api/openrpc.json gives, every relative link of the Markdown pages resolves (file and
-## heading), every page of docs/ says whom it is for; then the tools' own tests.
+## heading), every page of docs/ says whom it is for, no tracked file names a docs/ page
+## that does not exist; then the tools' own tests.
 docs-check:
 	python3 docs/tools/gen_reference.py --check
 	python3 docs/tools/check_docs.py

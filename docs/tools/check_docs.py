@@ -10,6 +10,8 @@
    are not fetched.
 2. Every page of docs/ says whom it is for in its first line of text (the line after
    its title begins "For ").
+3. Every file git tracks names only pages of docs/ that exist (`docs/....md` in a
+   comment, a test or a manifest): a page that moved leaves no stale path behind.
 
 Exits 1 and lists the faults when there are any. `make docs-check` runs it.
 """
@@ -17,6 +19,7 @@ Exits 1 and lists the faults when there are any. `make docs-check` runs it.
 import glob
 import os
 import re
+import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -102,8 +105,37 @@ def check_audience(path):
     return []
 
 
+DOC_PATH = re.compile(r"(?<![\w/.-])docs/[\w+-][\w./+-]*?\.md\b")
+
+
+def tracked_files():
+    """The files git tracks (none outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [os.path.join(REPO, f) for f in out.decode().split("\0") if f]
+
+
+def check_doc_paths(path):
+    """The `docs/....md` paths a file names that do not exist, in words."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return []
+    faults = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+        for name in DOC_PATH.findall(line):
+            if not os.path.isfile(os.path.join(REPO, name)):
+                faults.append("%s:%d: names %s, which does not exist" % (os.path.relpath(path, REPO), lineno, name))
+    return faults
+
+
 def main():
     faults = []
+    for path in tracked_files():
+        faults.extend(check_doc_paths(path))
     for path in pages():
         faults.extend(check_links(path))
         if os.path.relpath(path, REPO).startswith("docs" + os.sep):

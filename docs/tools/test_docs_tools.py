@@ -119,6 +119,16 @@ class CheckDocs(unittest.TestCase):
             self.assertEqual(check_docs.check_audience(good), [])
             self.assertEqual(len(check_docs.check_audience(bad)), 1)
 
+    def test_a_moved_page_leaves_no_stale_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            docs = "docs/"  # split, so that this file names no missing page itself
+            path = self.page(d, "Sources/x.swift", "/// See %ssecurity/SECURITY.md, and\n"
+                             "/// %sSECURITY.md (moved) or %sguide/gone.md.\n" % (docs, docs, docs))
+            faults = check_docs.check_doc_paths(path)
+        self.assertEqual([f.split(": ", 1)[1] for f in faults],
+                         ["names %sSECURITY.md, which does not exist" % docs,
+                          "names %sguide/gone.md, which does not exist" % docs])
+
 
 if __name__ == "__main__":
     unittest.main()
