@@ -97,9 +97,11 @@ def check_links(path):
 
 
 def check_audience(path):
-    """A docs/ page's first line of text after its title must say whom it is for."""
+    """A docs/ page's first line of text after its title (HTML comments aside) must say
+    whom it is for."""
     with open(path, encoding="utf-8") as f:
-        lines = [l for l in f.read().split("\n") if l.strip()]
+        text = re.sub(r"<!--.*?-->", "", f.read(), flags=re.S)  # a generated page's note
+    lines = [l for l in text.split("\n") if l.strip()]
     if len(lines) < 2 or not lines[0].startswith("# ") or not lines[1].startswith("For "):
         return ["%s: the line after the title must say whom the page is for (\"For ...\")" % os.path.relpath(path, REPO)]
     return []

@@ -117,6 +117,8 @@ class CheckDocs(unittest.TestCase):
             good = self.page(d, "good.md", "# Good\n\nFor operators: this.\n")
             bad = self.page(d, "bad.md", "# Bad\n\nThis page is about things.\n")
             self.assertEqual(check_docs.check_audience(good), [])
+            noted = self.page(d, "noted.md", "# Noted\n\n<!-- Generated:\n do not edit. -->\n\nFor readers.\n")
+            self.assertEqual(check_docs.check_audience(noted), [])
             self.assertEqual(len(check_docs.check_audience(bad)), 1)
 
     def test_a_moved_page_leaves_no_stale_path(self):
