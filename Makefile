@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev libwslay-dev libjemalloc-dev
-## What the README's first session uses besides the binaries: Python for the upstream it
+## What the README's first five minutes use besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
 APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server chromium krb5-kdc krb5-admin-server krb5-user libkrb5-dev gcc python3-dev
@@ -39,7 +39,7 @@ RELEASE_FLAGS := --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked \
 ARGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: run run-deps build release deps test-deps test swift-test integration-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check
+.PHONY: run run-deps build release deps test-deps test docs docs-check swift-test integration-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check
 
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
 ## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
@@ -51,7 +51,7 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_BUILD_DEPS); \
 	fi
 
-## run-deps: what the README's first session needs besides what `deps` installs.
+## run-deps: what the README's first five minutes need besides what `deps` installs.
 run-deps:
 	@missing=""; for p in $(APT_RUN_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -96,7 +96,7 @@ release: deps
 ## with nothing changed starts in seconds) and start xhrpcd on the default Unix socket
 ## ($XDG_RUNTIME_DIR/xhrpc.sock, else /tmp/xhrpc-<uid>.sock) with the demo configuration
 ## deploy/demo-config.json, whose egress policy allows loopback only (the server's own
-## default denies it), so the README's session against a local server works.
+## default denies it), so the README's first five minutes against a local server works.
 ## Extra flags: make run ARGS="..."; flags win over the file's keys.
 run: deps run-deps
 	swift build -c release --product xhrpcd $(RELEASE_FLAGS) $(SWIFT_FLAGS)
@@ -110,11 +110,24 @@ install: deps
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 .build/release/xhrpcd .build/release/xhrpc "$(DESTDIR)$(PREFIX)/bin/"
 
-## test: every test: Swift unit and integration tests, the server's black-box suite
-## (Tests/Integration), the Python and Node client suites, the release build that `make run`
-## uses (whole-module builds resolve imports differently), the Dockerfile lint, the Swift
-## tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
-test: test-deps build release swift-test integration-test client-test examples lint sanitize fuzz
+## test: every test: the docs check, Swift unit and integration tests, the server's
+## black-box suite (Tests/Integration), the Python and Node client suites, the release build
+## that `make run` uses (whole-module builds resolve imports differently), the Dockerfile
+## lint, the Swift tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
+test: test-deps docs-check build release swift-test integration-test client-test examples lint sanitize fuzz
+
+## docs: writes docs/reference/methods.md from api/openrpc.json (docs/tools/gen_reference.py).
+docs:
+	python3 docs/tools/gen_reference.py
+
+## docs-check: a second or so, standard library only: docs/reference/methods.md is what
+## api/openrpc.json gives, every relative link of the Markdown pages resolves (file and
+## heading), every page of docs/ says whom it is for, no tracked file names a docs/ page
+## that does not exist; then the tools' own tests.
+docs-check:
+	python3 docs/tools/gen_reference.py --check
+	python3 docs/tools/check_docs.py
+	python3 -m unittest discover -s docs/tools -t docs/tools
 
 ## The Swift tests start their fixtures (Tests/Fixtures) with the `python3` on PATH: the
 ## test environment's comes first, with the packages they need (brotli for `br`).
@@ -163,7 +176,7 @@ sanitize: test-deps
 	$(TEST_PATH) LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	  swift test --sanitize address --disable-xctest --build-path .build/asan $(SWIFT_FLAGS)
 
-## mutation-check: proves that each security invariant of docs/SECURITY.md has a test
+## mutation-check: proves that each security invariant of docs/security/SECURITY.md has a test
 ## that fails without it. Each patch in Tests/Mutations switches one invariant off, and
 ## Tests/Mutations/mutations.json names the tests that guard it. Tests/Mutations/run.py
 ## applies the patches one at a time to a scratch worktree of the committed HEAD

@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layers (docs/ARCHITECTURE.md): C libraries → CShims → EventLoop / JSON → SecureStream (TLS on
+// Layers (docs/internals/ARCHITECTURE.md): C libraries → CShims → EventLoop / JSON → SecureStream (TLS on
 // an EventLoop stream) → WebSocket (on either) → JSONRPC → HTTPEngine → Service → xhrpcd; and the client side,
 // EventLoop / SecureStream / JSON → XHRPCClient → xhrpc. Each target imports only the
 // layers beneath it.
@@ -68,7 +68,7 @@ let package = Package(
         .plugin(name: "EmbedOpenRPC", capability: .buildTool(), dependencies: ["embed-file"]),
         // xhrpcd allocates with jemalloc (Debian's libjemalloc2), which serves the many
         // small, short-lived allocations of a request in less CPU than glibc's malloc
-        // (Benchmarks/README.md, "Allocator"). Only the server: the benchmark's direct
+        // (docs/internals/benchmark-history.md, "Allocator"). Only the server: the benchmark's direct
         // libcurl client, its peer, keeps glibc's.
         .executableTarget(name: "xhrpcd", dependencies: [
             "Service", "CShims", .product(name: "ArgumentParser", package: "swift-argument-parser"),

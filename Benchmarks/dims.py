@@ -923,7 +923,7 @@ def main(argv):
         # The upstream stands in for servers on other machines. Here it shares two cores
         # with xhrpcd, and while 10,000 connections arrive it takes a core's worth of CPU:
         # at normal priority the scheduler runs it in xhrpcd's place, and the probe timed
-        # that wait, not xhrpcd's loop (README, "The ramp's loop turns").
+        # that wait, not xhrpcd's loop (docs/internals/benchmark-history.md, "The ramp's loop turns").
         os.nice(19)
 
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))

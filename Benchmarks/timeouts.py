@@ -29,7 +29,7 @@ timeout). The probe runs from all held to 3 s after the timeout:
 
     python3 Benchmarks/timeouts.py --timeout 6 --client-gone 3
 
-A manual tool (not part of `make bench`); Benchmarks/README.md, "Many transfers ending
+A manual tool (not part of `make bench`); docs/internals/benchmark-history.md, "Many transfers ending
 together", has what it found. Every process it starts is stopped by its pid.
 """
 import argparse

@@ -14,7 +14,7 @@ CPU time was waiting for a core (the benchmark's other processes share it).
 
 Needs `perf` (linux-perf) and a release build (`make release`). The figures run.py prints
 meanwhile that read xhrpcd's process (its CPU time and RSS) are perf's, not xhrpcd's;
-the latencies its probes measure carry perf's overhead. Benchmarks/README.md, "The
+the latencies its probes measure carry perf's overhead. docs/internals/benchmark-history.md, "The
 ramp's loop turns" and "The release turn", has what it found.
 """
 

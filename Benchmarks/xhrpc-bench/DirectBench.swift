@@ -6,7 +6,7 @@ import CShims
 /// One multi handle and `inflight` easy handles, each re-added to the multi as soon as its
 /// transfer finishes, so the connection cache keeps `inflight` keep-alive connections busy.
 /// The loop is `curl_multi_perform` + `curl_multi_poll`, the fastest way to drive libcurl
-/// measured on this machine (docs/C-INTEROP.md): it is what xhrpcd's libuv-driven
+/// measured on this machine (docs/internals/C-INTEROP.md): it is what xhrpcd's libuv-driven
 /// engine is compared against. Bodies are counted and discarded.
 ///
 /// Blocking and single-threaded; it runs no libuv loop.

@@ -1,8 +1,8 @@
 import CCurl
 import CShims  // CURLINFO_* resolve through it in release (whole-module) builds
 
-/// Where the engine applies the egress policy (`EngineOptions.egressPolicy`; README.md,
-/// "Security"), in one place. The policy itself is a pure value (`EgressPolicy`); this is when
+/// Where the engine applies the egress policy (`EngineOptions.egressPolicy`;
+/// docs/security/egress.md), in one place. The policy itself is a pure value (`EgressPolicy`); this is when
 /// and on what it is asked, and how its answer ends a transfer.
 ///
 /// 1. At `start`, on the request URL's target as libcurl reads it (`URLTarget`):

@@ -5,7 +5,7 @@
 /// completion, its delegate and the answer to its client all run right there. When the
 /// `inflight` benchmark's upstream answered 10,000 held requests together, they all
 /// completed in one turn, and for 1-2 s no other connection was served: a
-/// `server.info` probe waited 1.7 s (`Benchmarks/README.md`, "The release turn").
+/// `server.info` probe waited 1.7 s (`docs/internals/benchmark-history.md`, "The release turn").
 ///
 /// So at most `readyPerTurn` readiness events are passed to libcurl per turn. The rest
 /// wait in `readyQueue`, in the order they came, each socket once with the flags it

@@ -7,7 +7,7 @@ import CCurl
 /// ends (`multi_done`). A transfer receiving a body fills all of it; one waiting for its
 /// response still holds about a page of it. With 10,000 transfers in flight that is
 /// 160 MiB of buffers once bodies flow, and about 4 KiB a transfer while they wait
-/// (`Benchmarks/README.md`, "Memory per request in flight").
+/// (`docs/internals/benchmark-history.md`, "Memory per request in flight").
 ///
 /// So the transfers share `EngineOptions.receiveBufferBudget` (4 MiB, 256 full buffers): one joining
 /// while n others run gets budget / (n + 1), at most libcurl's default 16 KiB and at

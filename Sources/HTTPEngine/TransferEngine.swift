@@ -351,7 +351,7 @@ public final class TransferEngine {
     }
 
     /// Makes sure the connection a finished transfer left in the cache is not reused
-    /// (the seed's `close`). libcurl has no call to close one cached connection, so the
+    /// (`close`, api/openrpc.json). libcurl has no call to close one cached connection, so the
     /// engine shuts the socket's reading side down (`shutdown(2)`, `SHUT_RD`): libcurl's
     /// liveness check then reads end-of-file, finds it dead before any reuse and closes
     /// it through the close-socket callback. Only the reading side: libcurl sends a TLS

@@ -30,7 +30,7 @@ public struct TransferFailure: Error, Sendable, CustomStringConvertible {
     /// never negative), since libcurl did not fail; the engine refused to go on.
     public static let egressDeniedCode: Int32 = -1
 
-    /// The prefix of every denial's text, which clients match (README.md, "Security").
+    /// The prefix of every denial's text, which clients match (docs/security/egress.md).
     public static let egressDeniedPrefix = "Denied by egress policy: "
 
     /// The prefix of the failure of a response whose framing is invalid (RFC 9112 §6.3:

@@ -10,7 +10,7 @@ public enum TLSVersion: String, Sendable, CaseIterable {
     case v1_2 = "1.2", v1_3 = "1.3"
 }
 
-/// A client certificate for TLS client authentication (the seed's client identity):
+/// A client certificate for TLS client authentication (`setClientCertificate`):
 /// PEM files the engine hands to libcurl by path. The Service layer decides which
 /// paths a client may name (it confines them); the engine trusts what it is given.
 public struct ClientCertificate: Sendable, Equatable {
@@ -39,8 +39,8 @@ public struct ProxySettings: Sendable, Equatable {
     /// password is never logged or shown.
     public var user: String?
     public var password: String?
-    /// BASIC, DIGEST or NTLM (the seed's proxy schemes; NEGOTIATE is refused by the
-    /// Service layer for proxies, as the seed supports Kerberos for servers only).
+    /// BASIC, DIGEST or NTLM (`enableHttpProxy`'s schemes; NEGOTIATE is refused by the
+    /// Service layer for proxies: Kerberos is for servers only, api/openrpc.json).
     public var auth: AuthScheme
 
     public init(host: String, port: Int, user: String? = nil, password: String? = nil, auth: AuthScheme = .basic) {
@@ -89,8 +89,8 @@ public enum TransferBody: Sendable {
 ///   suppressed): whoever builds the request sets it.
 /// - `.file` is an upload: `PUT`, unless the method is `POST` (a POST of the file, for
 ///   `upload`; the Service layer makes `sendWithFile`'s POST a PUT) or a custom one (anything but `GET`,
-///   `HEAD`, `POST`, `PUT`), which is then sent as it is (GDHttpRequest's
-///   `sendWithFile` rule).
+///   `HEAD`, `POST`, `PUT`), which is then sent as it is (`sendWithFile`,
+///   api/openrpc.json).
 /// - Redirects change method and body as `RedirectRule` says (RFC 9110 §15.4).
 ///
 /// Headers that frame the message or manage the connection are the engine's alone
@@ -125,11 +125,11 @@ public struct TransferRequest {
         set { updateRare(setting: newValue != nil) { $0.password = newValue } }
     }
     public var auth: AuthScheme
-    /// HTTP/2 multiplexing allowed (the seed's `setPipelining`): true offers HTTP/2 over
+    /// HTTP/2 multiplexing allowed (`setPipelining`): true offers HTTP/2 over
     /// TLS and waits for a connection that can multiplex; false speaks HTTP/1.1 only.
     public var multiplexing: Bool
     /// Close the connection after this transfer instead of keeping it for reuse
-    /// (`close` of the seed).
+    /// (`close`, api/openrpc.json).
     public var forbidConnectionReuse: Bool
     /// Ask for content codings and decode them (default true). A download into a file
     /// turns it off: its bytes must be the resource's own, so that a `Range` resumed
@@ -144,7 +144,7 @@ public struct TransferRequest {
     // before it reuses a connection or a TLS session, so a connection opened with
     // relaxed checks never carries a request that verifies (`TLSConnectionReuseTests`).
     /// Verify the server's certificate chain (`CURLOPT_SSL_VERIFYPEER`). Off also
-    /// switches off the host name check, as the seed's `disablePeerVerification` says.
+    /// switches off the host name check, as `disablePeerVerification` says (api/openrpc.json).
     public var verifyPeer: Bool
     /// Verify that the certificate names the host (`CURLOPT_SSL_VERIFYHOST`).
     public var verifyHost: Bool
@@ -250,7 +250,7 @@ public struct EngineOptions: Sendable {
     public var caFile: String? = nil
     /// The lowest TLS version accepted, on every https connection (origin or tunnel).
     public var tlsMin: TLSVersion = .v1_2
-    /// Where transfers may go (README.md, "Security"). nil checks nothing: engine tests that are
+    /// Where transfers may go (docs/security/egress.md). nil checks nothing: engine tests that are
     /// not about the policy run without one. The server always sets one; its default,
     /// with no patterns, denies loopback, private and the other special-purpose ranges.
     public var egressPolicy: EgressPolicy? = nil

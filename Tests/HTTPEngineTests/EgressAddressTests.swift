@@ -2,7 +2,7 @@
 import Testing
 
 /// Check (2) of the egress policy: the address actually connected to, against the
-/// special-purpose ranges and the IP/CIDR patterns (README.md, "Security").
+/// special-purpose ranges and the IP/CIDR patterns (docs/security/egress.md).
 @Suite struct EgressAddressTests {
     private static func ip(_ text: String) -> IPAddress {
         guard let address = IPAddress.parseLiteral(text) else { preconditionFailure("bad test address \(text)") }

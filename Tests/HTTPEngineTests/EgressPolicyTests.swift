@@ -2,7 +2,7 @@
 import Testing
 
 /// Check (1) of the egress policy: a URL's host and port against `--allow` and
-/// `--deny` (README.md, "Security").
+/// `--deny` (docs/security/egress.md).
 @Suite struct EgressPolicyTests {
     private func policy(allow: [String] = [], deny: [String] = []) throws -> EgressPolicy {
         try EgressPolicy(allow: allow, deny: deny)

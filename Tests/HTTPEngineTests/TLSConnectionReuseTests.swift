@@ -40,7 +40,7 @@ import TestSupport
         #expect(try h.finish() == [])
     }
 
-    /// After `closeConnections` (the seed's `close`) the relaxed connection is dropped
+    /// After `closeConnections` (the engine's part of `close`, api/openrpc.json) the relaxed connection is dropped
     /// while the next transfer runs; its TLS goodbye must not put a send error into
     /// that transfer's status text in place of its own verification failure.
     @Test func closedRelaxedConnectionLeavesTheNextFailureTextAlone() throws {

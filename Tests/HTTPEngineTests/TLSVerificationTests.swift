@@ -3,8 +3,8 @@ import Testing
 import TestSupport
 
 /// Certificate verification is on by default and fails each bad certificate with the
-/// status text a person can act on; the two switches of the seed relax it exactly as
-/// far as they say. The upstream serves certificates made at test time
+/// status text a person can act on; the two switches (`disablePeerVerification`,
+/// `disableHostVerification`, api/openrpc.json) relax it exactly as far as they say. The upstream serves certificates made at test time
 /// (`TestCertificates`); the engine trusts only the test CA unless the case says so.
 @Suite struct TLSVerificationTests {
     /// (certificate served, engine trusts the test CA, libcurl code, exact status text).
@@ -59,8 +59,8 @@ import TestSupport
         }
     }
 
-    /// `disablePeerVerification` accepts any certificate, host name included (the seed:
-    /// it implies `disableHostVerification`).
+    /// `disablePeerVerification` accepts any certificate, host name included (it
+    /// implies `disableHostVerification`, as api/openrpc.json says).
     @Test(arguments: ["wrong_host", "expired", "not_yet_valid", "self_signed", "untrusted"])
     func peerSwitchAcceptsAnyCertificate(cert: String) throws {
         let h = try Harness(options: TestCertificates.trustingTestCA,

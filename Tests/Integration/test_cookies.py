@@ -1,4 +1,4 @@
-"""Cookies (the README's cookie section) through the real xhrpcd.
+"""Cookies (docs/guide/cookies-and-credentials.md) through the real xhrpcd.
 
 One jar per principal, shared by all of its requests: a cookie set by one request is
 sent by the next. ``disableCookieHandling`` takes one request out of it (it neither
@@ -200,7 +200,7 @@ class CookiePersistenceTest(unittest.TestCase):
         server, c = self.start()
         get_json(c, self.url("/set-cookie?name=keep&value=1&max_age=3600"))
         self.wait_for_store("\tkeep\t1")
-        # Memory only: gone now, back at the next start (the seed's rule).
+        # Memory only: gone now, back at the next start (docs/guide/cookies-and-credentials.md).
         get_json(c, self.url("/cookies"), before_send=[("clearCookies", {})])
         self.assertEqual(get_json(c, self.url("/cookies")), {})
         self.stop(server)

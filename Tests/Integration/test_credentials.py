@@ -1,5 +1,5 @@
 """Credentials per protection space (``credentials.set``, ``credentials.list``,
-``credentials.remove``; README "Stored credentials", docs/SECURITY.md).
+``credentials.remove``; docs/guide/cookies-and-credentials.md, docs/security/SECURITY.md).
 
 A stored credential is sent only after a 401 (or a proxy's 407) whose challenge matches
 its protection space — scheme, host, port and realm (or any realm) — and only to the

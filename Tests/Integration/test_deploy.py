@@ -10,7 +10,7 @@ volume; the secrets must be mounted where the config file reads them; the TLS po
 must be the same in the config, the Deployment, the Service, the NetworkPolicy and the
 compose file. Then each command runs for real, on a copy of the example config whose
 paths are moved into a temporary directory and whose TLS listener is moved to
-loopback, with a certificate made by the README's openssl command: a client verifies
+loopback, with a certificate made by the openssl command of docs/operations/deployment.md: a client verifies
 it, authenticates with a token made for each principal, and the probes pass.
 
 `systemd-analyze verify` checks the unit where systemd-analyze is installed (the test
@@ -43,7 +43,7 @@ UNIT = DEPLOY / "systemd" / "xhrpcd.service"
 
 # The example config's principals. Their "tokenSha256" is a placeholder that is not a
 # digest, so an unedited copy refuses to start; the tests put in the digests of tokens
-# they make, as the README's "Deploying" section tells an operator to.
+# they make, as docs/operations/deployment.md tells an operator to.
 EXAMPLE_PRINCIPALS = ("app", "ops")
 ADMINS = {"ops"}
 # What the server does after the drain before it exits: queued replies go out for up
@@ -51,7 +51,7 @@ ADMINS = {"ops"}
 AFTER_DRAIN_SECONDS = 2
 DOCKER_STOP_SECONDS = 10  # `docker stop` (and Compose, unless told) waits this long
 COMPOSE_SERVICE = "xhrpcd"
-# The README's certificate recipe (Deploying): a self-signed ECDSA certificate.
+# The certificate recipe of docs/operations/deployment.md: a self-signed ECDSA certificate.
 CERT_COMMAND = ("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 "
                 "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 "
                 "-keyout tls.key -out tls.crt")
@@ -449,14 +449,14 @@ class Files(unittest.TestCase):
     def test_examples_hold_placeholders_only(self):
         principals = {p["name"]: p for p in example_config()["principals"]}
         self.assertEqual(set(principals), set(EXAMPLE_PRINCIPALS))
-        readme = (REPO / "README.md").read_text()
+        page = (REPO / "docs" / "operations" / "deployment.md").read_text()
         for name, p in principals.items():
             self.assertTrue(p["tokenSha256"].startswith("REPLACE-WITH-"), name)
-            self.assertIn(p["tokenSha256"], readme)
+            self.assertIn(p["tokenSha256"], page)
             self.assertEqual(p.get("admin", False), name in ADMINS, name)
         for key, value in kubernetes("Secret")["stringData"].items():
             self.assertTrue(value.startswith("REPLACE-ME"), key)
-        self.assertIn(CERT_COMMAND, " ".join(readme.replace("\\\n", " ").split()))  # continued lines joined
+        self.assertIn(CERT_COMMAND, " ".join(page.replace("\\\n", " ").split()))  # continued lines joined
         for path in DEPLOY.rglob("*"):
             if path.is_file():
                 self.assertNotIn("PRIVATE KEY-----", path.read_text(errors="replace"), path)
@@ -485,7 +485,7 @@ class Files(unittest.TestCase):
 # Each deployment's command, run for real.
 
 def make_certificate(directory):
-    """tls.crt and tls.key in ``directory``, by the README's command."""
+    """tls.crt and tls.key in ``directory``, by the command of docs/operations/deployment.md."""
     subprocess.run(shlex.split(CERT_COMMAND), cwd=directory, check=True, capture_output=True, timeout=COMMAND_TIMEOUT)
     return os.path.join(directory, "tls.crt")
 

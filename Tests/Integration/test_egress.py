@@ -1,4 +1,4 @@
-"""The egress policy (README.md, "Security") against the real xhrpcd: --allow/--deny and their
+"""The egress policy (docs/security/egress.md) against the real xhrpcd: --allow/--deny and their
 config keys, the default policy's special-purpose ranges, IP literals in every spelling
 libcurl accepts, names checked per resolved address, and every redirect hop.
 

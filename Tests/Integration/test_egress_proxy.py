@@ -1,4 +1,4 @@
-"""The egress policy when a request goes through a proxy (README, Security: "When a
+"""The egress policy when a request goes through a proxy (docs/security/egress.md: "When a
 proxy carries a request, check (2) sees the proxy's address ..."): the proxy's own
 address must be allowed, an IP-literal destination is checked against the ranges before
 anything is sent (the proxy would connect to it for us), and a name is left to the

@@ -1,4 +1,4 @@
-"""The request object (api/openrpc.json, the README) beyond test_requests.py: large and slow bodies with
+"""The request object (api/openrpc.json, docs/guide/requests.md) beyond test_requests.py: large and slow bodies with
 the server's memory and descriptors measured, every abort state, re-open, failures,
 concurrency, subscriptions, sync mode, fetch limits and sendWithFile confinement.
 

@@ -3,7 +3,7 @@
 Each test names the methods it needs; one that ``rpc.discover`` does not list fails the
 test, naming it: a method api/openrpc.json documents and the server does not offer is
 a bug, not a reason to skip.
-Expectations follow api/openrpc.json and the README; where those are silent the
+Expectations follow api/openrpc.json and docs/guide/; where those are silent the
 test follows XMLHttpRequest (status 0 and an empty status text before
 HEADERS_RECEIVED), and says so.
 """

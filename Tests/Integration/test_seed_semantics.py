@@ -1,4 +1,4 @@
-"""The seed's semantics, exactly (GDHttpRequest): ``close``, ``sendData``,
+"""The request object's semantics, exactly (api/openrpc.json): ``close``, ``sendData``,
 ``clearPostValues``, ``release`` while in flight, and the internal error.
 
 - ``close`` after DONE puts every pre-send option back at its default, as on a new

@@ -1,4 +1,4 @@
-"""Raw sockets through the server's egress proxy (docs/SOCKETS.md, "Connecting").
+"""Raw sockets through the server's egress proxy (docs/internals/SOCKETS.md, "Connecting").
 
 A principal that enabled secure communication has its sockets tunnelled through
 ``--egress-proxy`` with ``CONNECT host:port`` and the proxy's Basic credentials; TLS

@@ -268,7 +268,7 @@ class Echo(SocketCase):
             ("socket.write", {"socket": name, "data": "early"}),
             ("socket.getState", {"socket": name}),
         ])
-        # API.md: connect answers at once with the state Connecting, and write is for
+        # docs/guide/sockets.md: connect answers at once with the state Connecting, and write is for
         # Open only: the write of the same batch is refused, nothing of it queued.
         self.assertMessage([
             {"jsonrpc": "2.0", "result": {"socket": name}, "id": answers[0]["id"]},
@@ -388,7 +388,7 @@ class Echo(SocketCase):
             self.assertEqual(reason_of(c, method, {"socket": h}), "unknown_handle", method)
 
     def test_a_prepared_socket_is_not_closed(self):
-        # API.md: `closed` is true "once the stream has ended"; a socket never connected
+        # docs/guide/sockets.md: `closed` is true "once the stream has ended"; a socket never connected
         # has had no stream to end, and bytes may still come after connect.
         c = self.connect()
         h = c.call("socket.create", {"host": "127.0.0.1", "port": 9})["socket"]

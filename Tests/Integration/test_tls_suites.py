@@ -1,4 +1,4 @@
-"""The TLS listener's cipher suites for TLS 1.2 (README, TLS listener: "on 1.2 only ECDHE
+"""The TLS listener's cipher suites for TLS 1.2 (docs/operations/listeners-and-principals.md, TLS listener: "on 1.2 only ECDHE
 suites with AES-GCM or ChaCha20"): a client that offers only suites without forward
 secrecy (RSA key exchange) or without an AEAD cipher (CBC with HMAC) is refused with a
 handshake_failure alert, while the same hand-built hello with the allowed suites gets a

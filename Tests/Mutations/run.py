@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make mutation-check: proves that each security invariant of docs/SECURITY.md is
+"""make mutation-check: proves that each security invariant of docs/security/SECURITY.md is
 guarded by a test that fails when the invariant is gone.
 
 Every mutation in mutations.json is a patch (made with `git diff` against the tree) that
@@ -18,7 +18,7 @@ build after the first is incremental):
    when they pass;
 4. puts the tree back to HEAD.
 
-First, docs/SECURITY.md must list every mutation (a row ending with the patch's number
+First, docs/security/SECURITY.md must list every mutation (a row ending with the patch's number
 that names its guards). Before the first mutation, every guard runs once on the
 unmutated tree and must pass, or the table would mean nothing. The script prints one
 line per mutation (invariant, killed or survived, seconds) and exits non-zero when any
@@ -86,10 +86,10 @@ def load_manifest():
 
 
 def check_security_doc(repo, entries):
-    """docs/SECURITY.md lists every mutation: a table row whose last cell is the patch's
+    """docs/security/SECURITY.md lists every mutation: a table row whose last cell is the patch's
     number and which names each of its guards (the test file and the class or test).
     Returns the mismatches, in words."""
-    doc = repo / "docs" / "SECURITY.md"
+    doc = repo / "docs" / "security" / "SECURITY.md"
     try:
         text = doc.read_text()
     except OSError as e:
@@ -104,17 +104,17 @@ def check_security_doc(repo, entries):
         number = int(re.match(r"\d+", e["patch"]).group())
         row = rows.get(number)
         if row is None:
-            problems.append("%s: no row of docs/SECURITY.md ends with %d" % (e["patch"], number))
+            problems.append("%s: no row of docs/security/SECURITY.md ends with %d" % (e["patch"], number))
             continue
         if "the same" in row:  # "… the same two tests": the row above names them
             row = rows.get(number - 1, "") + row
         for test in e["python"]:
             parts = test.split(".")  # test_file.Class[.test]
             if parts[0] + ".py" not in row or ".".join(parts[1:]) not in row:
-                problems.append("%s: its row in docs/SECURITY.md does not name %s" % (e["patch"], test))
+                problems.append("%s: its row in docs/security/SECURITY.md does not name %s" % (e["patch"], test))
         for pattern in e["swift"]:
             if pattern not in row:
-                problems.append("%s: its row in docs/SECURITY.md does not name %s" % (e["patch"], pattern))
+                problems.append("%s: its row in docs/security/SECURITY.md does not name %s" % (e["patch"], pattern))
     return problems
 
 
@@ -266,7 +266,7 @@ def main():
     repo = Path(git("rev-parse", "--show-toplevel", cwd=HERE))
     problems = check_security_doc(repo, load_manifest())
     if problems:
-        print("docs/SECURITY.md and Tests/Mutations/mutations.json disagree:\n  " + "\n  ".join(problems))
+        print("docs/security/SECURITY.md and Tests/Mutations/mutations.json disagree:\n  " + "\n  ".join(problems))
         return 1
     scratch = Scratch(repo)
     started = time.monotonic()

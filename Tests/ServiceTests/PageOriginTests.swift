@@ -2,7 +2,7 @@ import Testing
 @testable import Service
 
 /// The origins a browser sends for the dashboard page, derived from the operations
-/// listener's configured address and bound port only (docs/SECURITY.md, invariant 77).
+/// listener's configured address and bound port only (docs/security/SECURITY.md, invariant 77).
 @Suite struct PageOriginTests {
     @Test func loopbackListenersAreAlsoLocalhost() {
         #expect(Server.pageOrigins(host: "127.0.0.1", port: 9100) == ["http://127.0.0.1:9100", "http://localhost:9100"])

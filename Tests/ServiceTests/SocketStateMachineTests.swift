@@ -1,9 +1,10 @@
 import Testing
 @testable import Service
 
-/// GDSocket's state table (`SocketStateMachine`), call by call and event by event.
+/// The raw socket's state table (`SocketStateMachine`; docs/internals/SOCKETS.md, "States"),
+/// call by call and event by event.
 @Suite struct SocketStateMachineTests {
-    @Test func theStatesAreNumberedAndNamedAsTheSeedsTable() {
+    @Test func theStatesAreNumberedAndNamedAsTheDocumentedTable() {
         #expect(SocketState.allCases.map(\.rawValue) == [0, 1, 2, 3, 4])
         #expect(SocketState.allCases.map(\.name) == ["Prepared", "Connecting", "Open", "Disconnecting", "Disconnected"])
     }

@@ -40,9 +40,9 @@ extension EgressPolicy {
         }
     }
 
-    /// A range the address check denies unless an allow pattern covers it (README.md,
-    /// "Security"): addresses that reach the host itself, its private networks, its cloud's
-    /// metadata service, or that hide an IPv4 destination inside IPv6.
+    /// A range the address check denies unless an allow pattern covers it
+    /// (docs/security/egress.md): addresses that reach the host itself, its private
+    /// networks, its cloud's metadata service, or that hide an IPv4 destination inside IPv6.
     struct SpecialRange: Sendable {
         let range: AddressRange
         /// What the range is, as the denial's reason names it.

@@ -1,4 +1,4 @@
-/// Where the server may send requests for its clients (README.md, "Security", "Egress policy").
+/// Where the server may send requests for its clients (docs/security/egress.md).
 ///
 /// A server that fetches URLs for others can be turned against the network it sits in:
 /// a client asks for `http://169.254.169.254/` (the cloud's metadata service, with its

@@ -1,5 +1,5 @@
 /// The rules for a connection that has not proved who it is yet, as a pure value: it
-/// decides, the server acts (`Server.perform(_:for:)` in `Authentication.swift`), and
+/// decides, the server acts (`Server.perform(_:for:)` in `Server+Authentication.swift`), and
 /// the tests drive it with no socket and no timer (`AuthenticationMachineTests`).
 ///
 /// Attempts (`auth` calls) are judged one at a time, oldest first. A wrong token is

@@ -73,7 +73,7 @@ public struct PrincipalConfig: Sendable, Equatable {
 }
 
 /// Tokens are kept and compared only as SHA-256 digests. A token is a long random
-/// secret (the README says how to make one), so a fast hash is enough: there is no
+/// secret (docs/operations/listeners-and-principals.md says how to make one), so a fast hash is enough: there is no
 /// dictionary to slow down, and comparing digests in constant time hides how much of a
 /// guess was right.
 public enum TokenDigest {

@@ -15,7 +15,7 @@ import Logging
 /// bytes to write differ from the last ones written, so a transfer that set no
 /// persistent cookie costs one read of the jar and no I/O.
 ///
-/// `clearCookies` without the persistent store follows the seed: the jar is emptied,
+/// `clearCookies` without the persistent store (docs/guide/cookies-and-credentials.md): the jar is emptied,
 /// but the persistent cookies it held are still on disk at the next start. They are
 /// kept in `retained` and written with every later save (unless the jar has since
 /// received a cookie with the same domain, path and name, which is newer), so a save

@@ -13,7 +13,7 @@ import Logging
 ///
 /// The passwords are in the file in clear, as in a netrc file: the server must send
 /// them to origins that ask, so it must be able to read them back, and a key kept
-/// beside the file would protect nothing the file's mode does not. docs/SECURITY.md
+/// beside the file would protect nothing the file's mode does not. docs/security/SECURITY.md
 /// says so. Without a state directory the credentials live in memory only.
 ///
 /// Confined to the loop's thread.

@@ -37,7 +37,7 @@ public enum StartupError: Error, CustomStringConvertible {
         case .duplicateUID(let uid): "uid \(uid) is given to two principals"
         case .duplicateToken(let name): "principal '\(name)' has the same token as another principal"
         case .tcpNeedsTokens(let address):
-            "refusing to listen on \(address): TCP on a non-loopback address needs principals with tokens (the config file's \"principals\"); see the README's Security section"
+            "refusing to listen on \(address): TCP on a non-loopback address needs principals with tokens (the config file's \"principals\"); see docs/operations/listeners-and-principals.md"
         case .tcpNeedsPrincipals(let address):
             "refusing to listen on \(address) without principals: declare principals with tokens in the config file (\"principals\"), or pass --insecure-tcp to let every local TCP client act as the socket owner"
         case .tlsNeedsCertificate(let address):

@@ -8,8 +8,7 @@ enum InterceptEvent: String, CaseIterable {
     case didReceiveResponse, didReceiveData, didFailWithError, didFinishLoading
 }
 
-/// A client connection registered as the interceptor of its principal's requests (the
-/// seed GDURLRequestDataDelegate's role): asked before each attempt and after a failed
+/// A client connection registered as the interceptor of its principal's requests (docs/guide/interception-and-retries.md): asked before each attempt and after a failed
 /// one, told about responses and their data. One per principal at a time; it ends with
 /// its connection. It sees its own principal's requests only (it hangs off the
 /// `Principal`), request objects and `fetch` alike, from every connection.

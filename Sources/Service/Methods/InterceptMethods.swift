@@ -1,8 +1,8 @@
 import JSON
 import JSONRPC
 
-/// `intercept.register` and `intercept.unregister` (api/openrpc.json; README,
-/// "Interception and retries"). The questions and notices themselves are the request's
+/// `intercept.register` and `intercept.unregister` (api/openrpc.json;
+/// docs/guide/interception-and-retries.md). The questions and notices themselves are the request's
 /// (`HTTPRequest+Attempts.swift`).
 extension Server {
     func registerInterceptMethods() {

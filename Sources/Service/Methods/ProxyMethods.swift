@@ -4,8 +4,8 @@ import JSONRPC
 
 /// Proxies: a request's own HTTP proxy (`enableHttpProxy`, `disableHttpProxy`,
 /// pre-send options) and the principal's routing through the server's egress proxy
-/// (`enableSecureCommunication` and its two companions, the seed's "secure
-/// communication"). A request's own proxy wins over the egress proxy.
+/// (`enableSecureCommunication` and its two companions;
+/// docs/guide/tls-proxies-and-auth.md). A request's own proxy wins over the egress proxy.
 extension Server {
     func registerProxyMethods() {
         onRequest("enableHttpProxy", params: ["host", "port", "user?", "password?", "auth?"]) { r, call in

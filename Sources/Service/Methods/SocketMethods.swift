@@ -2,7 +2,7 @@ import HTTPEngine
 import JSON
 import JSONRPC
 
-/// The raw socket's methods (`socket.*`, api/openrpc.json; docs/SOCKETS.md).
+/// The raw socket's methods (`socket.*`, api/openrpc.json; docs/internals/SOCKETS.md).
 extension Server {
     /// The socket a call names; naming it counts as using it (`--request-ttl`).
     func socket(_ call: RPCCall) throws(RPCError) -> RawSocket {

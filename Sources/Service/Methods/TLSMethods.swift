@@ -3,14 +3,14 @@ import HTTPEngine
 import JSON
 import JSONRPC
 
-/// The TLS pre-send options of the request object (api/openrpc.json; the seed's "HTTPS
-/// security"): each may be called in UNSENT and OPENED, and holds until `close`
+/// The TLS pre-send options of the request object (api/openrpc.json;
+/// docs/guide/tls-proxies-and-auth.md): each may be called in UNSENT and OPENED, and holds until `close`
 /// switches the verifications back on or the request is released.
 extension Server {
     func registerTLSMethods() {
         onRequest("disablePeerVerification") { r, _ in
             try r.checkOptionsAllowed("disablePeerVerification")
-            // The seed: switching off authenticity verification implies the host check.
+            // Switching off authenticity verification implies the host check (api/openrpc.json).
             r.verifyPeer = false
             r.verifyHost = false
             return true

@@ -3,7 +3,7 @@ import HTTPEngine
 import JSON
 import JSONRPC
 
-/// `upload` and `download`: the AeroGear conveniences, each an ordinary request object
+/// `upload` and `download` (docs/guide/fetch-and-transfers.md): conveniences, each an ordinary request object
 /// (its handle answered at once, then `getState`, `list`, `abort`, `release` and the
 /// notifications as for any request) made, opened and sent in one call. The caller's
 /// connection is its opener (told its state changes); progress goes to subscribers

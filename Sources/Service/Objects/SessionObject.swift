@@ -10,7 +10,7 @@ import JSONRPC
 /// - subscriptions and notifications (`NotificationHub`, `Subscription`);
 /// - `list`, and release when the connection that created it closes (`Server`).
 /// A kind adds its own state machine, methods and notifications; see
-/// docs/ARCHITECTURE.md, "A new kind of object".
+/// docs/internals/ARCHITECTURE.md, "A new kind of object".
 ///
 /// Objects are confined to the loop's thread, and see the server only through their
 /// `ObjectEnvironment`.

@@ -6,7 +6,7 @@ import WebSocket
 /// it is the ws: listener's code path (`serveWebSocket`): the same handshake and framing,
 /// principals and `auth`, limits, notifications and close codes.
 ///
-/// Who may connect (docs/SECURITY.md, invariant 77):
+/// Who may connect (docs/security/SECURITY.md, invariant 77):
 /// - It serves only where a ws: listener at the same address could listen
 ///   (`checkTCPAllowed`): with principals holding tokens (clients must `auth`), or on
 ///   loopback with `--insecure-tcp`. Otherwise it answers 403, and the page says why.

@@ -5,7 +5,7 @@ import JSON
 import JSONRPC
 
 /// How one `send` becomes one or more attempts: the interceptor's questions before each
-/// attempt and after a failed one (`Interceptor`, the seed GDURLRequestDataDelegate), the
+/// attempt and after a failed one (`Interceptor`; docs/guide/interception-and-retries.md), the
 /// retry policy's backoff (`RetryPolicy`), and the notices an interceptor gets. The
 /// request stays SENT between attempts; a retry is reported as SENT again with its
 /// attempt number, and only the last attempt's response is ever recorded.
@@ -147,8 +147,8 @@ extension HTTPRequest {
     func attemptFailed(_ failure: TransferFailure) {
         let reason = FailureReason.word(failure)
         let request = planned
-        // As in the seed, an interceptor that takes this question never hears
-        // didFailWithError: not even when the attempts run out.
+        // An interceptor that takes this question never hears didFailWithError
+        // (docs/guide/interception-and-retries.md): not even when the attempts run out.
         let asked = interceptor(for: .shouldContinueAfterFailWithError)
         if attempt >= Self.maxInterceptedAttempts, asked != nil {
             env.log("\(handle): \(attempt) attempts, the most an interceptor may ask for; failing")

@@ -3,8 +3,8 @@ import HTTPEngine
 import JSON
 import JSONRPC
 
-/// A request object living in the server: XMLHttpRequest / GDHttpRequest semantics on
-/// a libcurl transfer. The state machine decides; this class performs its actions:
+/// A request object living in the server: XMLHttpRequest-style semantics
+/// (docs/guide/requests.md, api/openrpc.json) on a libcurl transfer. The state machine decides; this class performs its actions:
 /// it starts and cancels transfers, keeps the response and the unread body, and tells
 /// subscribers about every transition.
 ///
@@ -48,7 +48,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var multiplexing = true
     // TLS and proxy choices of the pre-send options (`Methods/TLSMethods.swift`,
     // `Methods/ProxyMethods.swift`). Kept across `open`, like every pre-send option;
-    // `close` switches the verifications back on, as the seed's `close` does.
+    // `close` switches the verifications back on, as `close` does (api/openrpc.json).
     var verifyPeer = true
     var verifyHost = true
     var clientCertificate: ClientCertificate?
@@ -306,7 +306,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         return aborted
     }
 
-    /// The seed's `close`: after DONE, the connections this request used are not reused,
+    /// `close` (api/openrpc.json): after DONE, the connections this request used are not reused,
     /// and every pre-send option is back at its default (`resetOptions`), so the next
     /// send verifies again and goes out as from a new object.
     func close() -> Bool {

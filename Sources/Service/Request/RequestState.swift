@@ -1,5 +1,5 @@
-/// The ready states of a request object, numbered as XMLHttpRequest and GDHttpRequest
-/// number them. Every response and notification that reports a state gives both the
+/// The ready states of a request object, numbered as XMLHttpRequest numbers them
+/// (docs/guide/requests.md). Every response and notification that reports a state gives both the
 /// number and the name.
 public enum RequestState: Int, Sendable, CaseIterable {
     case unsent = 0, opened, sent, headersReceived, loading, done

@@ -3,7 +3,7 @@
 /// owner (`HTTPRequest`) only performs those actions. One function, `move`, changes the
 /// state, so every transition yields exactly one `notify`, in order.
 ///
-/// Transitions (the state table api/openrpc.json and the README describe):
+/// Transitions (the state table api/openrpc.json and docs/guide/requests.md describe):
 /// - UNSENT: `open` → OPENED.
 /// - OPENED: `open` → OPENED again (options kept, headers and body cleared); `send` → SENT.
 /// - SENT: head received → HEADERS_RECEIVED; failure → DONE; `abort` → DONE; a retry
@@ -156,7 +156,7 @@ struct RequestStateMachine {
         return actions
     }
 
-    /// The seed's abort: true only while a transfer is under way.
+    /// `abort` (api/openrpc.json): true only while a transfer is under way.
     mutating func abort() -> (aborted: Bool, actions: Actions) {
         guard state.isInFlight else { return (false, []) }
         var actions = Actions()

@@ -26,7 +26,7 @@ public final class Server {
     let questions: ServerQuestions
     let coalescer: WriteCoalescer
     let requestSettings: RequestSettings
-    /// The principals, by name, uid and token (`Authentication.swift`).
+    /// The principals, by name, uid and token (`PrincipalTable.swift`).
     let principalTable: PrincipalTable
     /// Every principal, by name: the configured ones and, unless one of them has the
     /// server's uid, "local", the Unix socket owner's.

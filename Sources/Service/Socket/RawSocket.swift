@@ -4,8 +4,8 @@ import JSON
 import JSONRPC
 import SecureStream
 
-/// A raw TCP or TLS socket living in the server: GDSocket's semantics over JSON-RPC
-/// (docs/SOCKETS.md). The state machine (`SocketStateMachine`) decides what each call and
+/// A raw TCP or TLS socket living in the server: the `socket.*` methods over JSON-RPC
+/// (docs/internals/SOCKETS.md). The state machine (`SocketStateMachine`) decides what each call and
 /// event may do; this class performs it: it makes the stream (`SocketConnector`), keeps
 /// the unread inbound bytes and the queue of outbound ones, and tells the creator and
 /// subscribers `socket.onOpen`, `socket.onRead`, `socket.onErr` and `socket.onClose`.

@@ -1,4 +1,5 @@
-/// The states of a raw socket, numbered as the seed's GDSocket table lists them.
+/// The states of a raw socket, numbered as docs/internals/SOCKETS.md ("States") and
+/// api/openrpc.json list them.
 enum SocketState: Int, CaseIterable, ObjectState {
     case prepared = 0, connecting, open, disconnecting, disconnected
 
@@ -18,7 +19,7 @@ enum SocketState: Int, CaseIterable, ObjectState {
     var isLive: Bool { self == .connecting || self == .open || self == .disconnecting }
 }
 
-/// GDSocket's state table, with no I/O: which call is allowed in which state and where
+/// The raw socket's state table (docs/internals/SOCKETS.md), with no I/O: which call is allowed in which state and where
 /// each event leads. `RawSocket` asks it before acting, so the table lives in one place
 /// and is tested on its own (`SocketStateMachineTests`).
 ///

@@ -2,7 +2,7 @@
 
 /**
  * `Client#intercept`: this connection as the interceptor of its principal's requests
- * (intercept.register in api/openrpc.json; the main README's "Interception and retries").
+ * (intercept.register in api/openrpc.json; docs/guide/interception-and-retries.md).
  *
  * The server asks an interceptor questions as JSON-RPC requests of its own: a message with
  * a `method` and an `id` that is a string beginning `srv-` (x-server-requests:

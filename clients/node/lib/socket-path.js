@@ -2,7 +2,7 @@
 
 /**
  * Where xhrpcd listens when it is given no `--listen`: the same rule as the server's
- * `ServerConfig.defaultListenAddress` (Sources/Service/ServerConfig.swift), so that a client
+ * `ListenAddress.defaultUnix` (Sources/Service/Listening/ListenAddress.swift), so that a client
  * started in the same session as `make run` finds it with no configuration.
  */
 

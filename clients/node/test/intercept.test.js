@@ -1,6 +1,6 @@
 'use strict';
 
-// Interception and retries (the main README's "Interception and retries";
+// Interception and retries (docs/guide/interception-and-retries.md;
 // intercept.register, setRetryPolicy and fetch's retry in api/openrpc.json) through the
 // real xhrpcd and the fixture upstream: Client#intercept answering the server's questions
 // on its connection, what each answer does to the request (cancel, replacement headers

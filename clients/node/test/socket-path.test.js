@@ -1,7 +1,7 @@
 'use strict';
 
 // The default socket path: the client's rule (defaultSocketPath) as the server's
-// (Sources/Service/ServerConfig.swift), and the proof that they agree: xhrpcd started with
+// (Sources/Service/Listening/ListenAddress.swift), and the proof that they agree: xhrpcd started with
 // no --listen is found by Client.connectUnix() with no path, in the same environment.
 
 const { describe, it, before, after } = require('node:test');

@@ -66,7 +66,7 @@ SOURCE_PATH = "import sys; sys.path.insert(0, %r)\n" % str(CLIENT_DIR)
 
 
 class DefaultSocketPath(unittest.TestCase):
-    """The helper mirrors ``ListenAddress.defaultUnix`` (Sources/Service/ServerConfig.swift)."""
+    """The helper mirrors ``ListenAddress.defaultUnix`` (Sources/Service/Listening/ListenAddress.swift)."""
 
     CODE = SOURCE_PATH + "import json, xhrpc; print(json.dumps(xhrpc.default_socket_path()))"
 

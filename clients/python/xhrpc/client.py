@@ -71,7 +71,7 @@ def default_socket_path(environ: Optional[Mapping[str, str]] = None) -> str:
 
     ``$XDG_RUNTIME_DIR/xhrpc.sock`` when ``XDG_RUNTIME_DIR`` is set and not empty, else
     ``/tmp/xhrpc-<uid>.sock``: the server's own rule (``ListenAddress.defaultUnix`` in
-    Sources/Service/ServerConfig.swift), joined the same way, so both name one file.
+    Sources/Service/Listening/ListenAddress.swift), joined the same way, so both name one file.
     ``environ`` replaces ``os.environ`` (for tests and for a server started with
     another environment).
     """
