@@ -117,7 +117,8 @@ public enum Settings {
             + "itself), an IP address or CIDR range (10.0.0.0/8, 2001:db8::/32, [::1]), optionally with :port "
             + "(example.com:443, [::1]:8080, 10.0.0.0/8:443). Once any is given, only matching hosts pass. An IP or CIDR "
             + "pattern also admits connections to the special-purpose ranges it covers (loopback, private, link-local...), "
-            + "which are denied otherwise. An international name is written in its ASCII form (xn--bcher-kva.example). "
+            + "which are denied otherwise. An international name is written in its ASCII form (xn--bcher-kva.example); a URL with "
+            + "the Unicode spelling (http://bücher.example/) is checked, and sent, in that form. "
             + "A bad pattern stops the server at start with a message quoting it")
 
     public static let deny = Setting<[String]>(
@@ -161,13 +162,14 @@ public enum Settings {
         "Seconds a TCP client has to call auth before its connection is closed")
 
     public static let insecureTCP = Setting<Bool>(
-        flag: "insecure-tcp", key: "insecureTCP", valueName: nil, default: false,
+        flag: "insecure-tcp", key: "insecureTCP", valueName: nil, default: false, note: "TCP needs principals with tokens",
         "Let a TCP listener on loopback run without principals, every TCP client acting as the socket owner. For a "
             + "single-user development machine only")
 
     public static let allowNegotiate = Setting<Bool>(
         flag: "allow-negotiate", key: "allowNegotiate", valueName: nil, default: false,
-        "Let the socket owner authenticate requests with NEGOTIATE (off: it is forbidden). Negotiate answers with xhrpcd's "
+        note: "NEGOTIATE is forbidden to the socket owner",
+        "Let the socket owner authenticate requests with NEGOTIATE. Negotiate answers with xhrpcd's "
             + "own Kerberos identity, from its ticket cache (KRB5CCNAME), whichever client asks; a principal in the config "
             + "file is granted it with \"negotiate\": true")
 
