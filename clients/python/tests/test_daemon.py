@@ -167,10 +167,12 @@ class ConfigFile(unittest.TestCase):
                  ({"logLevel": 5}, ["--log-level", "info"], "the config key 'logLevel' must be a string; found 5"),
                  ({"maxConnections": None}, [], "the config key 'maxConnections' must be an integer; found null")]
         for config, argv, message in cases:
-            with self.subTest(config=config), tempfile.NamedTemporaryFile("w", suffix=".json", dir="/tmp") as f:
-                json.dump(config, f)
-                f.flush()
-                code, err = run_briefly(["--config", f.name] + argv)
+            with self.subTest(config=config), tempfile.TemporaryDirectory(prefix="xhrpc-py-", dir="/tmp") as d:
+                path = os.path.join(d, "config.json")
+                with open(path, "w") as f:
+                    json.dump(config, f)
+                # A socket of its own: a server that started anyway must not take the default one.
+                code, err = run_briefly(["--config", path, "--listen", "unix:" + os.path.join(d, "s.sock")] + argv)
                 self.assertNotEqual(code, 0)
                 self.assertIn(message, err)
                 self.assertNotIn("listening on", err)
@@ -193,7 +195,7 @@ class ConfigFile(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".json", dir="/tmp") as f:
             json.dump({"maxMessageBytes": 0}, f)
             f.flush()
-            code, err = run_briefly(["--config", f.name])
+            code, err = run_briefly(["--config", f.name, "--listen", "unix:" + f.name + ".sock"])
             self.assertNotEqual(code, 0)
             self.assertIn("the config key 'maxMessageBytes' must be a positive number; found 0", err)
 
