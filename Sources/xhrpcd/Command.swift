@@ -5,8 +5,9 @@ import JSON
 import Logging
 import Service
 
-/// The command line of xhrpcd. Every flag also has a key in the `--config` JSON file
-/// (named in its help); a flag given on the command line wins over the file.
+/// The command line of xhrpcd. Its options are the rows of the settings table
+/// (`Settings`, in Service/Settings), which gives each its name, its help, its config key
+/// and its default; a flag given on the command line wins over the `--config` file.
 struct XHRPCD: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "xhrpcd",
@@ -278,8 +279,7 @@ struct ConfigFile {
             } catch {
                 throw ValidationError(error.description)
             }
-            let file = ConfigFile(values: o)
-            return file
+            return ConfigFile(values: o)
         } catch let e as JSONParseError {
             throw ValidationError("the config file \(path) is not JSON: \(e)")
         }
