@@ -159,7 +159,8 @@ public struct Setting<Value: SettingValue>: Sendable {
     public let summary: String
     /// The value used when neither the command line nor the file gives one.
     public let defaultValue: Value?
-    /// What leaving it out means, when that is not a value ("none: download is refused").
+    /// What leaving it out means ("none: download is refused"), or what the default
+    /// means ("TCP needs principals with tokens") where it has one.
     public let note: String?
     public let bounds: SettingBounds?
     /// The JSON type of the config key, where it is not `Value`'s (the repeatable
@@ -186,7 +187,7 @@ public struct Setting<Value: SettingValue>: Sendable {
     }
 
     /// The default, for a setting that has one (`ServerConfig` reads it). A setting of
-    /// the table without one asked for here is a broken table, which SettingsTests catch.
+    /// the table without one asked for here is a broken table, which SettingsTableTests catch.
     public var fallback: Value {
         guard let defaultValue else { preconditionFailure("the setting \(key ?? flag ?? "?") has no default") }
         return defaultValue
@@ -203,7 +204,7 @@ public struct Setting<Value: SettingValue>: Sendable {
     public var help: String { descriptor.help }
 
     /// A message naming where a bad value came from: the flag, or the config key.
-    public func refusal(_ what: String, fromFile: Bool) -> String {
+    func refusal(_ what: String, fromFile: Bool) -> String {
         fromFile ? "the config key '\(key ?? "")' \(what)" : "--\(flag ?? "") \(what)"
     }
 
