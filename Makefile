@@ -39,7 +39,7 @@ RELEASE_FLAGS := --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked \
 ARGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: run run-deps build release deps test-deps test docs docs-check swift-test integration-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check soak
+.PHONY: run run-deps build release deps test-deps test docs docs-check settings-reference settings-check swift-test integration-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check soak
 
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
 ## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
@@ -110,11 +110,11 @@ install: deps
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 .build/release/xhrpcd .build/release/xhrpc "$(DESTDIR)$(PREFIX)/bin/"
 
-## test: every test: the docs check, Swift unit and integration tests, the server's
+## test: every test: the docs and settings pages' checks, Swift unit and integration tests, the server's
 ## black-box suite (Tests/Integration), the Python and Node client suites, the release build
 ## that `make run` uses (whole-module builds resolve imports differently), the Dockerfile
 ## lint, the Swift tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
-test: test-deps docs-check build release swift-test integration-test client-test examples lint sanitize fuzz
+test: test-deps docs-check build release settings-check swift-test integration-test client-test examples lint sanitize fuzz
 
 ## docs: writes docs/reference/methods.md from api/openrpc.json (docs/tools/gen_reference.py).
 docs:
@@ -128,6 +128,20 @@ docs-check:
 	python3 docs/tools/gen_reference.py --check
 	python3 docs/tools/check_docs.py
 	python3 -m unittest discover -s docs/tools -t docs/tools
+
+## settings-reference: writes docs/reference/settings.md from the settings table
+## (Sources/Service/Settings/Settings.swift), the one place each flag, config key and
+## default is written. settings-check fails when the committed page is not what the table
+## writes: change the table, then run `make settings-reference`.
+SETTINGS_PAGE := docs/reference/settings.md
+
+settings-reference: build
+	@mkdir -p $(dir $(SETTINGS_PAGE))
+	./.build/debug/xhrpcd --print-settings-reference > $(SETTINGS_PAGE)
+
+settings-check: build
+	@./.build/debug/xhrpcd --print-settings-reference | diff -u $(SETTINGS_PAGE) - \
+	  || { echo "$(SETTINGS_PAGE) is not current: run make settings-reference and commit it"; exit 1; }
 
 ## The Swift tests start their fixtures (Tests/Fixtures) with the `python3` on PATH: the
 ## test environment's comes first, with the packages they need (brotli for `br`).

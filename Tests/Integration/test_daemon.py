@@ -3,6 +3,7 @@ logging, and a clean stop."""
 
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -11,7 +12,7 @@ import tempfile
 import time
 import unittest
 
-from support import XhrpcServer, require_binary, free_tcp_port
+from support import REPO, XhrpcServer, require_binary, free_tcp_port
 
 
 def run_briefly(argv, timeout=10):
@@ -87,6 +88,33 @@ class CommandLine(unittest.TestCase):
                      "--tls-cert", "--tls-key", "--tls-handshake-timeout", "--tcp-keepalive"]:
             self.assertIn(flag, out)
 
+    def test_every_option_is_a_row_of_the_settings_table(self):
+        # The options take their names and help from the settings table, which also
+        # writes docs/reference/settings.md: an option added beside the table, or a row
+        # without its option, shows here.
+        p = subprocess.run([require_binary(), "--experimental-dump-help"], capture_output=True, timeout=10)
+        self.assertEqual(p.returncode, 0)
+        options = {}
+        for arg in json.loads(p.stdout)["command"]["arguments"]:
+            longs = [n["name"] for n in arg.get("names", []) if n["kind"] == "long"]
+            if arg.get("shouldDisplay", True) and longs and longs[0] not in ("help", "version"):
+                self.assertEqual(len(longs), 1, longs)
+                options[longs[0]] = arg.get("abstract", "")
+        p = subprocess.run([require_binary(), "--print-settings-reference"], capture_output=True, timeout=10)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = {}
+        for line in p.stdout.decode().splitlines():
+            m = re.match(r"\| `--([a-z0-9-]+)[^|]*\| (?:`([A-Za-z0-9]+)`|\(command line only\)) \|", line)
+            if m:
+                self.assertNotIn(m.group(1), rows, "a flag with two rows")
+                rows[m.group(1)] = m.group(2)
+        self.assertEqual(sorted(options), sorted(rows))
+        for flag, key in rows.items():
+            if key:
+                self.assertIn('config key "%s"' % key, options[flag], flag)
+        with open(REPO / "docs" / "reference" / "settings.md") as f:
+            self.assertEqual(f.read(), p.stdout.decode(), "run make settings-reference")
+
     def test_bad_values_are_refused_clearly(self):
         for argv, words in [(["--listen", "udp:1"], "unix:PATH, tcp:HOST:PORT, tls:HOST:PORT, ws:HOST:PORT or wss:HOST:PORT"),
                             (["--log-format", "xml"], "text or json"),
@@ -127,6 +155,49 @@ class ConfigFile(unittest.TestCase):
             code, err = run_briefly(["--config", f.name])
             self.assertNotEqual(code, 0)
             self.assertIn("unknown key 'maxMesageBytes'", err)
+
+    def test_a_key_of_the_wrong_type_refuses_the_start_with_the_key_named(self):
+        # Each of these was silently ignored, the server starting with the default
+        # instead of what the file said (issue 41, item 5). Every key is checked, also
+        # one that a flag overrides.
+        cases = [({"maxMessageBytes": "1000"}, [], "the config key 'maxMessageBytes' must be an integer; found \"1000\""),
+                 ({"maxRedirects": 2.5}, [], "the config key 'maxRedirects' must be an integer; found 2.5"),
+                 ({"drainSeconds": "10"}, [], "the config key 'drainSeconds' must be a number; found \"10\""),
+                 ({"tlsMin": 1.3}, [], "the config key 'tlsMin' must be a string; found 1.3"),
+                 ({"logLevel": 5}, ["--log-level", "info"], "the config key 'logLevel' must be a string; found 5"),
+                 ({"maxConnections": None}, [], "the config key 'maxConnections' must be an integer; found null")]
+        for config, argv, message in cases:
+            with self.subTest(config=config), tempfile.TemporaryDirectory(prefix="xhrpc-py-", dir="/tmp") as d:
+                path = os.path.join(d, "config.json")
+                with open(path, "w") as f:
+                    json.dump(config, f)
+                # A socket of its own: a server that started anyway must not take the default one.
+                code, err = run_briefly(["--config", path, "--listen", "unix:" + os.path.join(d, "s.sock")] + argv)
+                self.assertNotEqual(code, 0)
+                self.assertIn(message, err)
+                self.assertNotIn("listening on", err)
+
+    def test_an_integer_may_be_written_with_a_fraction_of_zero(self):
+        d = tempfile.mkdtemp(prefix="xhrpc-py-", dir="/tmp")
+        cfg = os.path.join(d, "config.json")
+        with open(cfg, "w") as f:
+            f.write('{"maxMessageBytes": 1000.0, "drainSeconds": 1}')
+        srv = XhrpcServer(args=["--config", cfg]).start()
+        try:
+            s = srv.raw_socket()
+            s.sendall(b'{"jsonrpc":"2.0","method":"server.info","params":{"pad":"' + b"x" * 2000 + b'"},"id":1}\n')
+            self.assertEqual(json.loads(s.makefile().readline())["error"]["data"]["reason"], "message_too_large")
+            s.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_a_value_out_of_bounds_in_the_file_names_the_key(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir="/tmp") as f:
+            json.dump({"maxMessageBytes": 0}, f)
+            f.flush()
+            code, err = run_briefly(["--config", f.name, "--listen", "unix:" + f.name + ".sock"])
+            self.assertNotEqual(code, 0)
+            self.assertIn("the config key 'maxMessageBytes' must be a positive number; found 0", err)
 
     def test_listen_must_be_strings(self):
         # A port number where an address string belongs used to be skipped, and the

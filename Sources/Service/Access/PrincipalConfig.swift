@@ -25,6 +25,18 @@ public struct PrincipalLimits: Sendable, Equatable {
     /// `limit_exceeded` error.
     public static let keys = ["requests", "transfers", "bufferedBytes", "connections", "sockets"]
 
+    /// The limit named `key` (one of `keys`); nil for an unknown name.
+    public func value(_ key: String) -> Int? {
+        switch key {
+        case "requests": requests
+        case "transfers": transfers
+        case "bufferedBytes": bufferedBytes
+        case "connections": connections
+        case "sockets": sockets
+        default: nil
+        }
+    }
+
     /// Sets the limit named `key` (one of `keys`); false for an unknown name.
     public mutating func set(_ key: String, _ value: Int) -> Bool {
         switch key {

@@ -3,16 +3,21 @@ import HTTPEngine
 import JSONRPC
 
 /// Everything the server is configured with; the command line and the config file fill
-/// it in.
+/// it in. The defaults of the settings a user can set are those of the settings table
+/// (`Settings`), read here, so that each lives in one place.
 public struct ServerConfig: Sendable {
     public var listen: [ListenAddress] = []
     /// Permission bits of Unix sockets (0600: the owner only).
-    public var unixSocketMode: UInt16 = 0o600
-    public var connection = ConnectionLimits()
-    public var maxConnections = 1024
+    public var unixSocketMode: UInt16 = UInt16(Settings.socketMode.fallback, radix: 8) ?? 0o600
+    public var connection: ConnectionLimits = {
+        var limits = ConnectionLimits()
+        limits.maxMessageBytes = Settings.maxMessageBytes.fallback
+        return limits
+    }()
+    public var maxConnections = Settings.maxConnections.fallback
     /// Unread response bytes held per request before its transfer pauses.
-    public var maxBufferBytes = 8 << 20
-    public var maxRedirects = 10
+    public var maxBufferBytes = Settings.maxBufferBytes.fallback
+    public var maxRedirects = Settings.maxRedirects.fallback
     /// Body bytes one response may have before its transfer ends (DONE, status 0); nil:
     /// no limit (memory is bounded by the buffers either way).
     public var maxResponseBytes: Int?
@@ -23,14 +28,14 @@ public struct ServerConfig: Sendable {
     public var limits = PrincipalLimits()
     /// Lets a TCP listener on loopback run without principals, every TCP client acting
     /// as the socket owner (`--insecure-tcp`): for development on a single-user machine.
-    public var insecureTCP = false
+    public var insecureTCP = Settings.insecureTCP.fallback
     /// Lets the socket owner (the `local` principal) use NEGOTIATE (`--allow-negotiate`).
     /// Negotiate authenticates as xhrpcd's own Kerberos identity, from its ticket cache,
     /// whichever client asks: so it is granted, never assumed. A principal in the config
     /// file is granted it with `"negotiate": true`.
-    public var allowNegotiate = false
+    public var allowNegotiate = Settings.allowNegotiate.fallback
     /// Seconds a connection may stay unauthenticated before it is closed.
-    public var authTimeout: Double = 10
+    public var authTimeout = Settings.authTimeout.fallback
     /// Seconds before a failed `auth` is answered; the next attempt on that connection
     /// waits for the answer.
     public var authFailureDelay: Double = 1
@@ -54,24 +59,24 @@ public struct ServerConfig: Sendable {
     public var tlsKeyFile: String?
     /// How long a TLS client may take to finish its handshake before it is closed, in
     /// milliseconds (`--tls-handshake-timeout`).
-    public var tlsHandshakeTimeout: UInt64 = 10_000
+    public var tlsHandshakeTimeout = UInt64(Settings.tlsHandshakeTimeout.fallback)
     /// Seconds an accepted TCP connection (tcp:, tls:, ws:, wss:, and the operations
     /// listener's, whose `/rpc` is one) may carry nothing before the kernel probes its
     /// client (`Stream.setKeepAlive`); 0 probes never (`--tcp-keepalive`).
-    public var tcpKeepalive: UInt32 = 60
+    public var tcpKeepalive = UInt32(Settings.tcpKeepalive.fallback)
     /// Where state that outlives the process is kept (the principals' persistent
     /// cookies); nil keeps everything in memory.
     public var stateDir: String?
     /// Seconds a request that is not in flight (UNSENT, OPENED or DONE) may go unused
     /// before the server releases it (`--request-ttl`): a client that forgets its
     /// requests does not hold their buffers for ever.
-    public var requestTTL: Double = 300
+    public var requestTTL = Settings.requestTTL.fallback
     /// Seconds a `detach` token stays valid; the detached requests not attached by then
     /// are released (`--detach-ttl`).
-    public var detachTTL: Double = 60
+    public var detachTTL = Settings.detachTTL.fallback
     /// Seconds a stop signal lets transfers in flight finish and clients read them
     /// before the rest is aborted (`--drain-seconds`).
-    public var drainSeconds: Double = 10
+    public var drainSeconds = Settings.drainSeconds.fallback
     /// The HTTP operations listener (`--http-listen tcp:HOST:PORT`): `/healthz`,
     /// `/readyz`, `/metrics`; nil: none.
     public var httpListen: ListenAddress?
@@ -86,6 +91,7 @@ public struct ServerConfig: Sendable {
     public var engine: EngineOptions = {
         var options = EngineOptions()
         options.egressPolicy = EgressPolicy()
+        options.tlsMin = TLSVersion(rawValue: Settings.tlsMin.fallback) ?? .v1_2
         return options
     }()
 
