@@ -16,44 +16,30 @@ import TestSupport
     var closedInCallback = false
     var closeCompleted = false
 
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
-        harness.attempt("server startReading") {
-            try connection.startReading { event in
-                serverEvents += 1
-                guard case .data(let bytes) = event else {
-                    Issue.record("unexpected server event \(event)")
-                    return
-                }
-                connection.close { closeCompleted = true }
-                closedInCallback = connection.isClosed
-                bytesAfterClose = Array(bytes)  // still valid: the callback has not returned
-                connection.write(Array("not sent".utf8))
-                connection.stopReading()
+    try harness.acceptEach(on: listener) { connection in
+        harness.read(connection, as: "server") { event in
+            serverEvents += 1
+            guard case .data(let bytes) = event else {
+                Issue.record("unexpected server event \(event)")
+                return
             }
+            connection.close { closeCompleted = true }
+            closedInCallback = connection.isClosed
+            bytesAfterClose = Array(bytes)  // still valid: the callback has not returned
+            connection.write(Array("not sent".utf8))
+            connection.stopReading()
         }
     }
 
     var clientEvents: [String] = []
-    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
-        guard case .success(let client) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(client)
-        harness.attempt("client startReading") {
-            try client.startReading { event in
-                switch event {
-                case .data(let bytes): clientEvents.append("data \(bytes.count)")
-                case .eof: clientEvents.append("eof")
-                case .error(let error): clientEvents.append("error \(error.name)")
-                }
-                harness.finish()
+    harness.connectTCP(port: port) { client in
+        harness.read(client, as: "client") { event in
+            switch event {
+            case .data(let bytes): clientEvents.append("data \(bytes.count)")
+            case .eof: clientEvents.append("eof")
+            case .error(let error): clientEvents.append("error \(error.name)")
             }
+            harness.finish()
         }
         client.write(message)
     }

@@ -15,27 +15,20 @@ import TestSupport
     var serverReceived: [UInt8] = []
     var serverShutdownResult: UVError?? = .none
 
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
-        harness.attempt("server startReading") {
-            try connection.startReading { event in
-                switch event {
-                case .data(let bytes):
-                    serverEvents.append("data")
-                    serverReceived += bytes
-                case .eof:
-                    serverEvents.append("eof")
-                    // The request is complete only now; answer, then half-close.
-                    connection.write(reply)
-                    connection.shutdown { serverShutdownResult = .some($0) }
-                case .error(let error):
-                    serverEvents.append("error \(error.name)")
-                    harness.finish()
-                }
+    try harness.acceptEach(on: listener) { connection in
+        harness.read(connection, as: "server") { event in
+            switch event {
+            case .data(let bytes):
+                serverEvents.append("data")
+                serverReceived += bytes
+            case .eof:
+                serverEvents.append("eof")
+                // The request is complete only now; answer, then half-close.
+                connection.write(reply)
+                connection.shutdown { serverShutdownResult = .some($0) }
+            case .error(let error):
+                serverEvents.append("error \(error.name)")
+                harness.finish()
             }
         }
     }
@@ -43,23 +36,16 @@ import TestSupport
     var clientReceived: [UInt8] = []
     var clientSawEOF = false
     var clientShutdownResult: UVError?? = .none
-    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
-        guard case .success(let client) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(client)
-        harness.attempt("client startReading") {
-            try client.startReading { event in
-                switch event {
-                case .data(let bytes): clientReceived += bytes
-                case .eof:
-                    clientSawEOF = true
-                    harness.finish()
-                case .error(let error):
-                    Issue.record("client read error: \(error)")
-                    harness.finish()
-                }
+    harness.connectTCP(port: port) { client in
+        harness.read(client, as: "client") { event in
+            switch event {
+            case .data(let bytes): clientReceived += bytes
+            case .eof:
+                clientSawEOF = true
+                harness.finish()
+            case .error(let error):
+                Issue.record("client read error: \(error)")
+                harness.finish()
             }
         }
         client.write(request)

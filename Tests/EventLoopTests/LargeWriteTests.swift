@@ -33,12 +33,7 @@ import Glibc
         if received == total && drains > 0 { harness.finish() }
     }
 
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
+    try harness.acceptEach(on: listener) { connection in
         server = connection
         connection.onWriteError = { error in
             Issue.record("unexpected write error: \(error)")
@@ -63,12 +58,7 @@ import Glibc
         pendingAfterWriting = connection.pendingWriteBytes
     }
 
-    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
-        guard case .success(let client) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(client)
+    harness.connectTCP(port: port) { client in
         onRead = { event in
             switch event {
             case .data(let bytes):
@@ -96,7 +86,7 @@ import Glibc
             }
         }
         guard let onRead else { return }
-        harness.attempt("client startReading") { try client.startReading(onRead) }
+        harness.read(client, as: "client", onRead)
     }
 
     try harness.run()

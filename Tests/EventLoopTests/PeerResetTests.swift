@@ -8,16 +8,12 @@ import TestSupport
 @Test func peerResetWhileWritingReportsOnce() throws {
     let harness = try LoopHarness()
     let listener = harness.track(try Listener.tcp(loop: harness.loop, host: "127.0.0.1", port: 0))
-    let port = try #require(listener.boundPort)
 
-    var server: Stream?
-    var client: Stream?
     var errors: [UVError] = []
     var pendingAfterError = -1
     var drains = 0
 
-    func proceed() {
-        guard let server, let client else { return }
+    try harness.connectedPair(listener) { server, client in
         server.onDrain = { drains += 1 }
         server.onWriteError = { error in
             errors.append(error)
@@ -30,25 +26,6 @@ import TestSupport
         // The client closes with unread bytes in its receive queue, so its kernel answers
         // with a reset rather than a FIN.
         client.close()
-    }
-
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
-        server = connection
-        proceed()
-    }
-    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
-        guard case .success(let connection) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
-        client = connection
-        proceed()
     }
 
     try harness.run()

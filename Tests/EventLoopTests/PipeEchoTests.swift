@@ -20,41 +20,20 @@ import Glibc
     #expect(listener.boundPort == nil)
     #expect(pathExists(path))
 
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
+    try harness.acceptEach(on: listener) { connection in
         #expect(!connection.isTCP)
         #expect(connection.peerDescription == "unix")
-        echo(connection, harness)
+        harness.echo(connection)
     }
 
     let message = patternBytes(100_000)  // more than one read's worth
-    var received: [UInt8] = []
-    Stream.connectPipe(loop: harness.loop, path: path) { result in
-        guard case .success(let client) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(client)
-        harness.attempt("client startReading") {
-            try client.startReading { event in
-                switch event {
-                case .data(let bytes):
-                    received += bytes
-                    if received.count >= message.count { harness.finish() }
-                case .eof, .error:
-                    Issue.record("client read ended early: \(event)")
-                    harness.finish()
-                }
-            }
-        }
+    let received = ReceivedBytes()
+    harness.connectPipe(path: path) { client in
+        harness.collect(client, count: message.count, into: received)
         client.write(message)
     }
 
     try harness.run()
-    #expect(received == message)
+    #expect(received.bytes == message)
     #expect(!pathExists(path), "libuv unlinks the bound path on close")
 }

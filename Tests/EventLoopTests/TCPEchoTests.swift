@@ -12,44 +12,23 @@ import TestSupport
     #expect(port > 0)
 
     var serverSawPeer = ""
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
+    try harness.acceptEach(on: listener) { connection in
         #expect(connection.isTCP)
         serverSawPeer = connection.peerDescription
-        echo(connection, harness)
+        harness.echo(connection)
     }
 
     let message = Array(#"{"jsonrpc":"2.0","method":"ping","id":1}"#.utf8) + [10]
-    var received: [UInt8] = []
+    let received = ReceivedBytes()
     var clientSawPeer = ""
-    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
-        guard case .success(let client) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(client)
+    harness.connectTCP(port: port) { client in
         clientSawPeer = client.peerDescription
-        harness.attempt("client startReading") {
-            try client.startReading { event in
-                switch event {
-                case .data(let bytes):
-                    received += bytes
-                    if received.count >= message.count { harness.finish() }
-                case .eof, .error:
-                    Issue.record("client read ended early: \(event)")
-                    harness.finish()
-                }
-            }
-        }
+        harness.collect(client, count: message.count, into: received)
         client.write(message)
     }
 
     try harness.run()
-    #expect(received == message)
+    #expect(received.bytes == message)
     #expect(clientSawPeer == "127.0.0.1:\(port)")
     #expect(serverSawPeer.hasPrefix("127.0.0.1:"))
     #expect(serverSawPeer != "127.0.0.1:\(port)")  // the client's ephemeral port, not ours
@@ -75,41 +54,22 @@ func tcpEchoRoundTripOverIPv6() throws {
     let port = try #require(listener.boundPort)
 
     var serverSawPeer = ""
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
+    try harness.acceptEach(on: listener) { connection in
         serverSawPeer = connection.peerDescription
-        echo(connection, harness)
+        harness.echo(connection)
     }
 
     let message = Array("over six".utf8)
-    var received: [UInt8] = []
+    let received = ReceivedBytes()
     var clientSawPeer = ""
-    Stream.connectTCP(loop: harness.loop, host: "::1", port: port) { result in
-        guard case .success(let client) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(client)
+    harness.connectTCP(host: "::1", port: port) { client in
         clientSawPeer = client.peerDescription
-        harness.attempt("client startReading") {
-            try client.startReading { event in
-                guard case .data(let bytes) = event else {
-                    Issue.record("client read ended early: \(event)")
-                    return harness.finish()
-                }
-                received += bytes
-                if received.count >= message.count { harness.finish() }
-            }
-        }
+        harness.collect(client, count: message.count, into: received)
         client.write(message)
     }
 
     try harness.run()
-    #expect(received == message)
+    #expect(received.bytes == message)
     #expect(clientSawPeer == "[::1]:\(port)")
     #expect(serverSawPeer.hasPrefix("[::1]:"))
 }

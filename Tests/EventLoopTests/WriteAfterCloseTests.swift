@@ -10,11 +10,7 @@ import TestSupport
     let port = try #require(listener.boundPort)
 
     var pendingAfterClose = -1
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
+    try harness.acceptEach(on: listener) { connection in
         connection.write(Array("hello".utf8))  // small: the kernel takes it at once
         connection.close()
         connection.write(Array(" world".utf8))
@@ -26,23 +22,16 @@ import TestSupport
 
     var received: [UInt8] = []
     var sawEOF = false
-    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
-        guard case .success(let client) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(client)
-        harness.attempt("client startReading") {
-            try client.startReading { event in
-                switch event {
-                case .data(let bytes): received += bytes
-                case .eof:
-                    sawEOF = true
-                    harness.finish()
-                case .error(let error):
-                    Issue.record("client read error: \(error)")
-                    harness.finish()
-                }
+    harness.connectTCP(port: port) { client in
+        harness.read(client, as: "client") { event in
+            switch event {
+            case .data(let bytes): received += bytes
+            case .eof:
+                sawEOF = true
+                harness.finish()
+            case .error(let error):
+                Issue.record("client read error: \(error)")
+                harness.finish()
             }
         }
     }
@@ -59,16 +48,12 @@ import TestSupport
 @Test func closingWithAWriteInFlightDiscardsIt() throws {
     let harness = try LoopHarness()
     let listener = harness.track(try Listener.tcp(loop: harness.loop, host: "127.0.0.1", port: 0))
-    let port = try #require(listener.boundPort)
 
-    var server: Stream?
-    var client: Stream?
     var pendingBeforeClose = 0
     var pendingAfterClose = -1
     var callbacksAfterClose = 0
 
-    func proceed() {
-        guard let server, client != nil else { return }
+    try harness.connectedPair(listener) { server, _ in
         server.onWriteError = { _ in callbacksAfterClose += 1 }
         server.onDrain = { callbacksAfterClose += 1 }
         server.write(patternBytes(8 << 20))  // the client never reads: most of it queues
@@ -77,24 +62,6 @@ import TestSupport
         server.close { harness.finish() }
         pendingAfterClose = server.pendingWriteBytes
         server.write(Array("after".utf8))
-    }
-
-    try listener.listen { result in
-        guard case .success(let connection) = result else {
-            Issue.record("accept failed: \(result)")
-            return harness.finish()
-        }
-        server = connection
-        proceed()
-    }
-    Stream.connectTCP(loop: harness.loop, host: "127.0.0.1", port: port) { result in
-        guard case .success(let connection) = result else {
-            Issue.record("connect failed: \(result)")
-            return harness.finish()
-        }
-        harness.track(connection)
-        client = connection
-        proceed()
     }
 
     try harness.run()
