@@ -43,17 +43,18 @@ from .client import (_ANSWER_MARGIN, _BODY_POLL_FIRST, _BODY_POLL_LAST, _CONNECT
                      _ON_OPEN, _ON_READ, _READ_CALL_TIMEOUT, _READ_SIZE, BatchCall, ConnectionClosed, Data,
                      MalformedMessage, RPCError, SocketError, TransferError, _batch_messages, _callback_failed,
                      _chunk_bytes, _DownloadState, _download_calls, _download_handle, _end_calls, _exactly,
-                     _expected_total, _fetch_options, _fetch_params, _header_calls, _id_key, _incomplete, _InterceptorBase,
+                     _expected_total, _fetch_options, _fetch_params, _header_calls, _id_key, _InterceptorBase,
                      _is_notification, _is_response, _is_server_request, _no_callback, _params_of, _prepared,
                      _question_reply, _raise_first_error, _register_params, _request_of, _result_of, _send_params,
-                     _socket_connect_params, _socket_create_params, _socket_error, _socket_event,
-                     _socket_read_params, _socket_write_params, _SocketBuffer, _Source, _status_calls,
+                     _socket_connect_params, _socket_create_params, _socket_event,
+                     _socket_read_params, _socket_write_params, _Source, _status_calls,
                      _unlink_quietly, _until, default_socket_path, encode, TransferProgressCallback,
                      _transfer_event, _transfer_handle, _transfer_params, _transfer_result,
                      _upload_body)
 from .client import _subscribe_params
 from .client import _credential_params
 from .client import UNSET, MultipartPart, _part_params
+from .client import _SocketCore
 
 __all__ = ["AsyncClient", "AsyncInterceptor", "AsyncSocket", "RPCError", "ConnectionClosed", "SocketError",
            "TransferError"]
@@ -965,23 +966,11 @@ class AsyncInterceptor(_InterceptorBase):
                 self.errors.append(e)
 
 
-class AsyncSocket:
+class AsyncSocket(_SocketCore):
     """``xhrpc.Socket`` for an ``AsyncClient``: the same methods, awaited (timeouts
     keyword-only); ``async with`` releases it.  One task at a time should read it."""
 
-    def __init__(self, client: AsyncClient, handle: str, host: Optional[str] = None,
-                 port: Optional[int] = None, ssl: bool = False) -> None:
-        self.client = client
-        self.handle = handle
-        self.host = host
-        self.port = port
-        self.ssl = ssl
-        #: The last ``socket.onErr`` that ``wait_open`` or ``wait_closed`` took.
-        self.error: Optional[SocketError] = None
-        self._buf = _SocketBuffer()
-
-    def __repr__(self) -> str:
-        return "<xhrpc.AsyncSocket %s %s:%s%s>" % (self.handle, self.host, self.port, " ssl" if self.ssl else "")
+    client: AsyncClient
 
     async def __aenter__(self) -> "AsyncSocket":
         return self
@@ -991,11 +980,6 @@ class AsyncSocket:
             await self.release()
         except (OSError, TimeoutError, RPCError):
             pass  # gone already, or the connection is: the server releases with it
-
-    @property
-    def closed(self) -> bool:
-        """True once a read said the stream ended and every byte was returned."""
-        return self._buf.ended and not self._buf.data
 
     async def disable_host_verification(self) -> None:
         await self.client.call("socket.disableHostVerification", {"socket": self.handle})
@@ -1007,28 +991,21 @@ class AsyncSocket:
         """``socket.connect`` (answered at once; ``wait_open`` waits); as ``Socket.connect``."""
         self.client._discard_notifications(self.handle)
         await self.client.call("socket.connect", _socket_connect_params(self.handle, timeout))
-        self._buf.reset()
-        self.error = None
+        self._connected()
 
     async def wait_open(self, *, timeout: Optional[float] = _CONNECT_TIMEOUT + _ANSWER_MARGIN) -> None:
         """Wait for ``socket.onOpen``; ``SocketError`` at ``socket.onErr``."""
-        msg = await self.client.wait_notification(_socket_event(self.handle, (_ON_OPEN, _ON_ERR, _ON_CLOSE)),
-                                                  timeout=timeout)
-        if msg.get("method") == _ON_OPEN:
-            return
-        self.error = _socket_error(msg)
-        raise self.error
+        self._opened(await self.client.wait_notification(_socket_event(self.handle, (_ON_OPEN, _ON_ERR, _ON_CLOSE)),
+                                                         timeout=timeout))
 
     async def wait_closed(self, *, timeout: Optional[float] = 10) -> None:
         """Wait for ``socket.onClose``; an ``onErr`` before it is kept in ``error``."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            msg = await self.client.wait_notification(_socket_event(self.handle, (_ON_ERR, _ON_CLOSE)),
-                                                      timeout=left)
-            if msg.get("method") == _ON_CLOSE:
+            if self._ended(await self.client.wait_notification(_socket_event(self.handle, (_ON_ERR, _ON_CLOSE)),
+                                                               timeout=left)):
                 return
-            self.error = _socket_error(msg)
 
     async def state(self) -> str:
         """The state's name: Prepared, Connecting, Open, Disconnecting or Disconnected."""
@@ -1055,9 +1032,7 @@ class AsyncSocket:
             return self._buf.take(max_bytes)
         chunk = await self.client._call_dropping("socket.read", _socket_read_params(self.handle, max_bytes),
                                                  _READ_CALL_TIMEOUT, _socket_event(self.handle, (_ON_READ,)))
-        data = _chunk_bytes(chunk)
-        self._buf.ended = bool(chunk["closed"])
-        return data
+        return self._read_answer(chunk)
 
     async def _fill(self, end: Callable[[bytearray], Optional[int]], timeout: Optional[float],
                     what: str) -> bytes:
@@ -1069,10 +1044,7 @@ class AsyncSocket:
 
             if await self.client._drain(self.handle, sink, timeout, None, own=True, stream=True):
                 self._buf.ended = True
-            n = end(self._buf.data)
-        if n is None:
-            raise _incomplete(self.handle, len(self._buf.data), what)
-        return self._buf.take(n)
+        return self._cut(end, what)
 
     async def read_exactly(self, n: int, *, timeout: Optional[float] = 30) -> bytes:
         """Exactly ``n`` bytes, waiting for them; ``EOFError`` if the stream ends first."""

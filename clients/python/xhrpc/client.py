@@ -1817,7 +1817,66 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
-class Socket:
+class _SocketCore:
+    """What ``Socket`` and ``AsyncSocket`` share, all but the calls themselves: the
+    handle, the bytes read past a helper's end (``_SocketBuffer``), the last error, and
+    the reading of each answer and notification. Each subclass only makes the calls,
+    blocking or awaited, and hands their answers here."""
+
+    def __init__(self, client: Any, handle: str, host: Optional[str] = None,
+                 port: Optional[int] = None, ssl: bool = False) -> None:
+        self.client = client
+        self.handle = handle
+        self.host = host
+        self.port = port
+        self.ssl = ssl
+        #: The last ``socket.onErr`` that ``wait_open`` or ``wait_closed`` took.
+        self.error: Optional[SocketError] = None
+        self._buf = _SocketBuffer()
+
+    def __repr__(self) -> str:
+        return "<xhrpc.%s %s %s:%s%s>" % (type(self).__name__, self.handle, self.host, self.port,
+                                          " ssl" if self.ssl else "")
+
+    @property
+    def closed(self) -> bool:
+        """True once a read said the stream ended and every byte was returned."""
+        return self._buf.ended and not self._buf.data
+
+    def _connected(self) -> None:
+        """``socket.connect`` answered: a new stream starts with nothing read."""
+        self._buf.reset()
+        self.error = None
+
+    def _opened(self, msg: Dict[str, Any]) -> None:
+        """``wait_open``'s notification: nothing for ``onOpen``, else the error raised."""
+        if msg.get("method") == _ON_OPEN:
+            return
+        self.error = _socket_error(msg)
+        raise self.error
+
+    def _ended(self, msg: Dict[str, Any]) -> bool:
+        """``wait_closed``'s notification: True for ``onClose``; an ``onErr`` is kept."""
+        if msg.get("method") == _ON_CLOSE:
+            return True
+        self.error = _socket_error(msg)
+        return False
+
+    def _read_answer(self, chunk: Dict[str, Any]) -> bytes:
+        """The bytes of a ``socket.read`` answer; notes whether the stream ended."""
+        data = _chunk_bytes(chunk)
+        self._buf.ended = bool(chunk["closed"])
+        return data
+
+    def _cut(self, end: Callable[[bytearray], Optional[int]], what: str) -> bytes:
+        """What a filling read returns once it waited: up to ``end``'s cut, or EOFError."""
+        n = end(self._buf.data)
+        if n is None:
+            raise _incomplete(self.handle, len(self._buf.data), what)
+        return self._buf.take(n)
+
+
+class Socket(_SocketCore):
     """A raw TCP or TLS stream that xhrpcd holds for a ``Client``: ``Client.socket``
     makes one; ``Socket(client, handle)`` wraps a handle found otherwise (``list``,
     ``attach``).  Each method is one call of ``socket.*``, which raises ``RPCError``
@@ -1830,19 +1889,7 @@ class Socket:
     A ``with`` block releases the socket at its end.
     """
 
-    def __init__(self, client: Client, handle: str, host: Optional[str] = None,
-                 port: Optional[int] = None, ssl: bool = False) -> None:
-        self.client = client
-        self.handle = handle
-        self.host = host
-        self.port = port
-        self.ssl = ssl
-        #: The last ``socket.onErr`` that ``wait_open`` or ``wait_closed`` took.
-        self.error: Optional[SocketError] = None
-        self._buf = _SocketBuffer()
-
-    def __repr__(self) -> str:
-        return "<xhrpc.Socket %s %s:%s%s>" % (self.handle, self.host, self.port, " ssl" if self.ssl else "")
+    client: Client
 
     def __enter__(self) -> "Socket":
         return self
@@ -1852,11 +1899,6 @@ class Socket:
             self.release()
         except (OSError, TimeoutError, RPCError):
             pass  # gone already, or the connection is: the server releases with it
-
-    @property
-    def closed(self) -> bool:
-        """True once a read said the stream ended and every byte was returned."""
-        return self._buf.ended and not self._buf.data
 
     # ---- set-up and state -------------------------------------------------
 
@@ -1879,18 +1921,14 @@ class Socket:
         waiting are dropped: a new stream starts."""
         self.client._discard_notifications(self.handle)
         self.client.call("socket.connect", _socket_connect_params(self.handle, timeout))
-        self._buf.reset()
-        self.error = None
+        self._connected()
 
     def wait_open(self, timeout: Optional[float] = _CONNECT_TIMEOUT + _ANSWER_MARGIN) -> None:
         """Wait for ``socket.onOpen``; raise ``SocketError`` at ``socket.onErr`` (its
         ``error`` and ``message``; the ``socket.onClose`` that follows stays for
         ``wait_closed``), ``TimeoutError`` after ``timeout`` s."""
-        msg = self.client.wait_notification(_socket_event(self.handle, (_ON_OPEN, _ON_ERR, _ON_CLOSE)), timeout)
-        if msg.get("method") == _ON_OPEN:
-            return
-        self.error = _socket_error(msg)
-        raise self.error
+        self._opened(self.client.wait_notification(_socket_event(self.handle, (_ON_OPEN, _ON_ERR, _ON_CLOSE)),
+                                                   timeout))
 
     def wait_closed(self, timeout: Optional[float] = 10) -> None:
         """Wait for ``socket.onClose`` (after ``disconnect``, a failure or the peer's
@@ -1898,10 +1936,8 @@ class Socket:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            msg = self.client.wait_notification(_socket_event(self.handle, (_ON_ERR, _ON_CLOSE)), left)
-            if msg.get("method") == _ON_CLOSE:
+            if self._ended(self.client.wait_notification(_socket_event(self.handle, (_ON_ERR, _ON_CLOSE)), left)):
                 return
-            self.error = _socket_error(msg)
 
     def state(self) -> str:
         """The state's name: Prepared, Connecting, Open, Disconnecting or Disconnected."""
@@ -1940,9 +1976,7 @@ class Socket:
             return self._buf.take(max_bytes)
         chunk = self.client._call_dropping("socket.read", _socket_read_params(self.handle, max_bytes),
                                            _READ_CALL_TIMEOUT, _socket_event(self.handle, (_ON_READ,)))
-        data = _chunk_bytes(chunk)
-        self._buf.ended = bool(chunk["closed"])
-        return data
+        return self._read_answer(chunk)
 
     def _fill(self, end: Callable[[bytearray], Optional[int]], timeout: Optional[float],
               what: str) -> bytes:
@@ -1955,10 +1989,7 @@ class Socket:
 
             if self.client._drain(self.handle, sink, timeout, None, own=True, stream=True):
                 self._buf.ended = True
-            n = end(self._buf.data)
-        if n is None:
-            raise _incomplete(self.handle, len(self._buf.data), what)
-        return self._buf.take(n)
+        return self._cut(end, what)
 
     def read_exactly(self, n: int, timeout: Optional[float] = 30) -> bytes:
         """Exactly ``n`` bytes, waiting for them (``onRead``, or a short growing pause;
