@@ -97,25 +97,37 @@ final class ContentDecoder {
 
     /// The stages in decoding order: the last coding applied is undone first.
     private let stages: [Stage]
+    /// Why this body cannot be decoded at all (a coding the engine does not know, a
+    /// decoder that could not be made): its first byte fails it. A response without
+    /// a body (HEAD, 204, 304) is not failed for the head it has.
+    private let refusal: String?
     /// Raw bytes fed to the first stage, and raw bytes libcurl was told were taken,
     /// since the body began. They differ only while a refusal is outstanding.
     private var rawFed = 0
     private var rawTaken = 0
 
     /// A decoder for a `Content-Encoding` value; nil when it names no coding to undo.
-    /// Throws for a coding it does not know or a decoder that cannot be made.
-    init?(contentEncoding: String) throws(DecodingError) {
-        let codings = try Self.codings(of: contentEncoding)
-        guard !codings.isEmpty else { return nil }
-        var made: [Stage] = []
-        for c in codings.reversed() { made.append(try Stage(c)) }
-        stages = made
+    /// For a coding it does not know, or a decoder that cannot be made, one that fails
+    /// the body's first byte with the reason.
+    init?(contentEncoding: String) {
+        do throws(DecodingError) {
+            let codings = try Self.codings(of: contentEncoding)
+            guard !codings.isEmpty else { return nil }
+            var made: [Stage] = []
+            for c in codings.reversed() { made.append(try Stage(c)) }
+            stages = made
+            refusal = nil
+        } catch {
+            stages = []
+            refusal = error.text
+        }
     }
 
     /// Takes raw body bytes as libcurl offers them and hands what they decode to
     /// `sink`, which answers whether it took them. See the type's comment for what a
     /// refusal means and how the same bytes are offered again.
     func decode(_ raw: UnsafeRawBufferPointer, into sink: (UnsafeRawBufferPointer) -> Bool) -> Outcome {
+        if let refusal { return raw.isEmpty ? .taken : .failed(refusal) }
         // What a refusal left behind goes first, the stage nearest the sink first.
         for i in stages.indices.reversed() where stages[i].hasPending || stages[i].outputFull {
             switch flush(stage: i, sink) {

@@ -82,11 +82,9 @@ public final class Transfer {
     /// head when the request decodes and the head names a coding; nil for a body that
     /// reaches the delegate as it came.
     var decoder: ContentDecoder?
-    /// Why the final response's body cannot be decoded: a coding the engine does not
-    /// know (found at the head, said when body bytes come), or bytes that are not the
-    /// coding they claim. The transfer is aborted and ends with this as its failure.
-    var undecodable: String?
-    var decodingFailed = false
+    /// Why the final response's body could not be decoded (`ContentDecoder.Outcome`):
+    /// the transfer was aborted there and ends with this as its failure.
+    var decodingFailure: String?
     /// Why the transfer is paused (`PauseReasons`); empty while it flows. The engine
     /// counts its paused transfers (`pausedTransferCount`) as this empties and fills.
     public internal(set) var pauseReasons: PauseReasons = [] {
@@ -169,11 +167,7 @@ public final class Transfer {
         }
         guard let head else { return }
         if hop.decodesContent, let codings = head.headers.joinedValues(of: "Content-Encoding") {
-            do throws(ContentDecoder.DecodingError) {
-                decoder = try ContentDecoder(contentEncoding: codings)
-            } catch {
-                undecodable = error.text
-            }
+            decoder = ContentDecoder(contentEncoding: codings)
         }
         delegate.transfer(self, receivedHead: head)
     }
@@ -206,13 +200,9 @@ public final class Transfer {
             case .taken: accepted = true
             case .refused: accepted = false
             case .failed(let why):
-                undecodable = why
-                decodingFailed = true
+                decodingFailure = why
                 return 0
             }
-        } else if undecodable != nil {
-            decodingFailed = true
-            return 0
         } else {
             accepted = delegate.transfer(self, receivedBody: bytes)
             guard state == .running else { return 0 }

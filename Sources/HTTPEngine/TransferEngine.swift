@@ -425,7 +425,7 @@ public final class TransferEngine {
         var failure: TransferFailure?
         if let why = t.framingError {
             failure = TransferFailure(CURLE_WEIRD_SERVER_REPLY, TransferFailure.invalidFramingPrefix + why)
-        } else if t.decodingFailed, let why = t.undecodable {
+        } else if let why = t.decodingFailure {
             failure = TransferFailure(CURLE_BAD_CONTENT_ENCODING, why)
         } else if result == CURLE_OUT_OF_MEMORY, !t.headDelivered {
             // libcurl 7.88 holds a header line in a buffer capped at CURL_MAX_HTTP_HEADER

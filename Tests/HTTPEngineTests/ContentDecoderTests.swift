@@ -25,7 +25,7 @@ import Testing
     /// (0: never).
     static func run(_ contentEncoding: String, _ raw: [UInt8], cuts: [Int], refuseEvery: Int = 0) throws
         -> (out: [UInt8], outcome: ContentDecoder.Outcome, unfinished: String?, refusals: Int) {
-        let d = try #require(try ContentDecoder(contentEncoding: contentEncoding))
+        let d = try #require(ContentDecoder(contentEncoding: contentEncoding))
         var out: [UInt8] = []
         var offers = 0, refusals = 0
         var start = 0
@@ -103,7 +103,7 @@ import Testing
 
     /// No bytes at all (HEAD, 204, 304 with a Content-Encoding) is a whole body.
     @Test func noBodyIsWhole() throws {
-        let d = try #require(try ContentDecoder(contentEncoding: "gzip"))
+        let d = try #require(ContentDecoder(contentEncoding: "gzip"))
         #expect(d.unfinished == nil)
     }
 
@@ -111,11 +111,20 @@ import Testing
         #expect(try ContentDecoder.codings(of: "identity") == [])
         #expect(try ContentDecoder.codings(of: " GZip ,identity, br") == [.gzip, .brotli])
         #expect(try ContentDecoder.codings(of: "x-gzip") == [.gzip])
-        #expect(try ContentDecoder(contentEncoding: "identity") == nil)
+        #expect(ContentDecoder(contentEncoding: "identity") == nil)
         #expect(throws: ContentDecoder.DecodingError("Unrecognized content encoding type \"compress\": the engine decodes deflate, gzip, br, zstd")) {
             try ContentDecoder.codings(of: "compress")
         }
         #expect(throws: ContentDecoder.DecodingError.self) { try ContentDecoder.codings(of: "gzip, gzip, gzip, gzip, gzip, gzip") }
+    }
+
+    /// A coding the engine does not know fails the first byte, not an empty body.
+    @Test func unknownCodingFailsItsFirstByte() throws {
+        let d = try #require(ContentDecoder(contentEncoding: "compress"))
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        #expect(d.decode(none) { _ in true } == .taken)
+        let outcome = [UInt8]("x".utf8).withUnsafeBytes { d.decode($0) { _ in true } }
+        #expect(outcome == .failed("Unrecognized content encoding type \"compress\": the engine decodes deflate, gzip, br, zstd"))
     }
 
     /// Bytes that are not the coding they claim fail with zlib's reason.
