@@ -166,7 +166,7 @@ public final class Transfer {
             head = ResponseHead(status: code, statusText: HTTPStatus.phrase(for: code), headers: [], httpVersion: "")
         }
         guard let head else { return }
-        if hop.decodesContent, let codings = head.headers.joinedValues(of: "Content-Encoding") {
+        if hop.decodesContent, let codings = head.contentEncoding {
             decoder = ContentDecoder(contentEncoding: codings)
         }
         delegate.transfer(self, receivedHead: head)
