@@ -166,10 +166,12 @@ final class ContentDecoder {
     private func flush(stage i: Int, _ sink: (UnsafeRawBufferPointer) -> Bool) -> Outcome {
         let s = stages[i]
         let range = s.pending
-        let (used, outcome) = handOn(UnsafeRawBufferPointer(rebasing: s.output[range]), from: i, sink)
-        s.pending = range.lowerBound + used..<range.upperBound
-        guard outcome == .taken else { return outcome }
-        s.pending = 0..<0
+        if !range.isEmpty {  // the sink never sees an empty buffer
+            let (used, outcome) = handOn(UnsafeRawBufferPointer(rebasing: s.output[range]), from: i, sink)
+            s.pending = range.lowerBound + used..<range.upperBound
+            guard outcome == .taken else { return outcome }
+            s.pending = 0..<0
+        }
         return push(UnsafeRawBufferPointer(start: nil, count: 0), into: i, sink).outcome
     }
 

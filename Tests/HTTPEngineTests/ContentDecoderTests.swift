@@ -36,6 +36,7 @@ import Testing
                 tries += 1
                 outcome = raw[start..<end].withUnsafeBytes { piece in
                     d.decode(piece) { bytes in
+                        #expect(bytes.count > 0, "the sink is never offered nothing")
                         offers += 1
                         if refuseEvery > 0, offers % refuseEvery == 0 {
                             refusals += 1
