@@ -44,7 +44,7 @@ PREFIX ?= /usr/local
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
 ## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libuv libcurl yajl openssl jemalloc \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libuv libcurl yajl openssl jemalloc zlib libbrotlidec libzstd \
 	  || [ ! -f /usr/include/wslay/wslay.h ]; then \
 	  echo "installing $(APT_BUILD_DEPS)"; \
 	  $(SUDO) apt-get update -qq && \
