@@ -10,6 +10,7 @@ FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev libwslay-dev libjemalloc-dev \
+      zlib1g-dev libbrotli-dev libzstd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -30,7 +31,7 @@ RUN swift build -c release --product xhrpcd $RELEASE_FLAGS \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libuv1 libcurl4 libyajl2 libssl3 libwslay1 libjemalloc2 ca-certificates socat \
+      libuv1 libcurl4 libyajl2 libssl3 libwslay1 libjemalloc2 zlib1g libbrotli1 libzstd1 ca-certificates socat \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 xhrpc \
  && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin xhrpc \

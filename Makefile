@@ -4,7 +4,7 @@
 
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev libwslay-dev libjemalloc-dev
+APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-dev libwslay-dev libjemalloc-dev zlib1g-dev libbrotli-dev libzstd-dev
 ## What the README's first five minutes use besides the binaries: Python for the upstream it
 ## starts, socat for the by-hand session.
 APT_RUN_DEPS := python3 socat
@@ -44,7 +44,7 @@ PREFIX ?= /usr/local
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
 ## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libuv libcurl yajl openssl jemalloc \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libuv libcurl yajl openssl jemalloc zlib libbrotlidec libzstd \
 	  || [ ! -f /usr/include/wslay/wslay.h ]; then \
 	  echo "installing $(APT_BUILD_DEPS)"; \
 	  $(SUDO) apt-get update -qq && \

@@ -43,7 +43,12 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // Debian's libwslay-dev ships no pkg-config file: the header is on the default path.
         .systemLibrary(name: "CWslay", providers: [.apt(["libwslay-dev"])]),
-        .target(name: "CShims", dependencies: ["CCurl", "CYajl"]),
+        // The content codings the engine decodes itself (HTTPEngine/ContentDecoder.swift):
+        // gzip and deflate, br, zstd.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .target(name: "CShims", dependencies: ["CCurl", "CYajl", "CZlib"]),
         .target(name: "EventLoop", dependencies: ["CUV"], swiftSettings: fuzzInstrumented),
         .target(name: "SecureStream", dependencies: ["EventLoop", "CUV", "COpenSSL"], swiftSettings: fuzzInstrumented),
         // WebSocket (RFC 6455) on an EventLoop stream or a TLS stream: the upgrade, and
@@ -54,7 +59,7 @@ let package = Package(
             "EventLoop", "JSON", .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: fuzzInstrumented),
         .target(name: "HTTPEngine", dependencies: [
-            "EventLoop", "CCurl", "CShims", .product(name: "Logging", package: "swift-log"),
+            "EventLoop", "CCurl", "CShims", "CZlib", "CBrotli", "CZstd", .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: fuzzInstrumented),
         // SplitMix64, for the fuzz harness and the randomised tests alike.
         .target(name: "SeededRandom"),

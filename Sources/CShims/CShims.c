@@ -76,3 +76,5 @@ size_t xh_json_unescaped_run(const uint8_t *bytes, size_t count) {
     while (i < count && !json_escaped[bytes[i]]) i++;
     return i;
 }
+
+int xh_inflate_init2(z_stream *s, int windowBits) { return inflateInit2(s, windowBits); }

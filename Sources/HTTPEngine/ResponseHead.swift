@@ -39,6 +39,18 @@ public struct ResponseHead: Sendable {
         case invalid(String)
     }
 
+    /// The content codings (RFC 9110 §8.4): every `Content-Encoding` field's value,
+    /// joined with ", "; nil without one (nearly every response: the names' lengths
+    /// settle it).
+    var contentEncoding: String? {
+        var joined: String?
+        for i in headers.indices where headers.nameLength(i) == 16 && headers.nameIs(i, "content-encoding") {
+            let value = headers.value(at: i)
+            joined = joined.map { $0 + ", " + value } ?? value
+        }
+        return joined
+    }
+
     /// Checks the `Content-Length` fields: every value, in every field and every
     /// comma-separated element, must be a decimal number, and all must be the same
     /// (`Content-Length: 5, 5` is one length; `2` and `5` are two). libcurl reads the
@@ -48,7 +60,7 @@ public struct ResponseHead: Sendable {
         var hasTransferEncoding = false
         for i in headers.indices {
             // The names' lengths first: nearly every field is settled without comparing.
-            let nameLength = headers.withBytes(i) { name, _ in name.count }
+            let nameLength = headers.nameLength(i)
             if nameLength == 17, headers.nameIs(i, "transfer-encoding") { hasTransferEncoding = true }
             guard nameLength == 14, headers.nameIs(i, "content-length") else { continue }
             let verdict: Framing? = headers.withBytes(i) { _, value in

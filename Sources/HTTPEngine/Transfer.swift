@@ -78,6 +78,13 @@ public final class Transfer {
     var upload: UploadSource?
     var headParser = ResponseHeadParser()
     var headDelivered = false
+    /// Undoes the final response's content codings (`ContentDecoder`): made with its
+    /// head when the request decodes and the head names a coding; nil for a body that
+    /// reaches the delegate as it came.
+    var decoder: ContentDecoder?
+    /// Why the final response's body could not be decoded (`ContentDecoder.Outcome`):
+    /// the transfer was aborted there and ends with this as its failure.
+    var decodingFailure: String?
     /// Why the transfer is paused (`PauseReasons`); empty while it flows. The engine
     /// counts its paused transfers (`pausedTransferCount`) as this empties and fills.
     public internal(set) var pauseReasons: PauseReasons = [] {
@@ -158,7 +165,11 @@ public final class Transfer {
         if head == nil, let code = slot?.easy.info(long: CURLINFO_RESPONSE_CODE), code > 0 {
             head = ResponseHead(status: code, statusText: HTTPStatus.phrase(for: code), headers: [], httpVersion: "")
         }
-        if let head { delegate.transfer(self, receivedHead: head) }
+        guard let head else { return }
+        if hop.decodesContent, let codings = head.contentEncoding {
+            decoder = ContentDecoder(contentEncoding: codings)
+        }
+        delegate.transfer(self, receivedHead: head)
     }
 
     // MARK: - Called from libcurl's callbacks (see TransferCallbacks.swift)
@@ -179,8 +190,23 @@ public final class Transfer {
             deliverHead(delegate)
             guard state == .running else { return 0 }
         }
-        let accepted = delegate.transfer(self, receivedBody: bytes)
-        guard state == .running else { return 0 }
+        let accepted: Bool
+        if let decoder {
+            let outcome = decoder.decode(bytes) { decoded in
+                delegate.transfer(self, receivedBody: decoded) && state == .running
+            }
+            guard state == .running else { return 0 }
+            switch outcome {
+            case .taken: accepted = true
+            case .refused: accepted = false
+            case .failed(let why):
+                decodingFailure = why
+                return 0
+            }
+        } else {
+            accepted = delegate.transfer(self, receivedBody: bytes)
+            guard state == .running else { return 0 }
+        }
         if accepted { return bytes.count }
         pauseReasons.insert(.noRoom)
         pausedInCurl = true

@@ -80,13 +80,13 @@ extension TransferEngine {
             try e.set(CURLOPT_PROXY, "")
         }
 
-        // Who asks, and what comes back (decoded bodies): the request's own
-        // `User-Agent` and `Accept-Encoding` lines are written by `configureHeaders`.
-        // A proxy's CONNECT carries the engine's User-Agent only from the option, and
-        // decoding needs the option whoever writes the line; libcurl leaves out the
-        // lines these options would write when the request's headers have them.
+        // Who asks: the request's own `User-Agent` and `Accept-Encoding` lines are
+        // written by `configureHeaders`. A proxy's CONNECT carries the engine's
+        // User-Agent only from the option; libcurl leaves out the line the option would
+        // write when the request's headers have one. `CURLOPT_ACCEPT_ENCODING` stays
+        // unset: libcurl 7.88 decodes only with it, and the engine decodes bodies
+        // itself, checking that each coded stream ends (`ContentDecoder`).
         if r.proxy != nil, !options.userAgent.isEmpty { try e.set(CURLOPT_USERAGENT, options.userAgent) }
-        if r.decodesContent { try e.set(CURLOPT_ACCEPT_ENCODING, TransferEngine.acceptEncoding) }
         // No proxy CONNECT heads in the header stream.
         try e.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
 
@@ -132,20 +132,10 @@ extension TransferEngine {
         try configureHeaders(e, t, suppressContentType: suppressContentType)
     }
 
-    /// Every content coding this libcurl decodes, as `CURLOPT_ACCEPT_ENCODING ""` would
-    /// list them ("deflate, gzip, br, zstd"). Passing `""` makes libcurl build that list
-    /// on every setopt — a quarter of a microsecond, as much as ten other options —
-    /// while a list set explicitly is just copied. libcurl compiles each decoder in
-    /// under the same condition that sets its feature bit, so the bits say exactly what
-    /// `""` would offer; `ContentEncodingTests` compares the two on the wire.
-    static let acceptEncoding: String = {
-        let features = curl_version_info(CURLVERSION_FIRST)?.pointee.features ?? 0
-        var codings: [String] = []
-        if features & CURL_VERSION_LIBZ != 0 { codings += ["deflate", "gzip"] }
-        if features & CURL_VERSION_BROTLI != 0 { codings.append("br") }
-        if features & CURL_VERSION_ZSTD != 0 { codings.append("zstd") }
-        return codings.isEmpty ? "identity" : codings.joined(separator: ", ")
-    }()
+    /// Every content coding the engine decodes (`ContentDecoder.offered`): the list
+    /// libcurl 7.88 offers for `CURLOPT_ACCEPT_ENCODING ""` ("deflate, gzip, br,
+    /// zstd"), which `ContentEncodingTests` compares on the wire.
+    static let acceptEncoding = ContentDecoder.offered
 
     /// The request's line that offers `acceptEncoding`, as C text.
     static let acceptEncodingLine = "Accept-Encoding: \(acceptEncoding)".utf8CString
@@ -300,7 +290,7 @@ extension TransferEngine {
     /// transfer from here and is freed in `Transfer.releaseResources`.
     ///
     /// A request without a `User-Agent` of its own carries the engine's, and one that
-    /// decodes without an `Accept-Encoding` of its own offers every coding this libcurl
+    /// decodes without an `Accept-Encoding` of its own offers every coding the engine
     /// decodes. Both are lines of the list, made once, rather than libcurl's own
     /// (`CURLOPT_USERAGENT`, `CURLOPT_ACCEPT_ENCODING` alone), which it formats again for
     /// every request, a character at a time, twice: 14,000 of a `fetch`'s 165,000

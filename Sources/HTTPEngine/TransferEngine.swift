@@ -425,6 +425,8 @@ public final class TransferEngine {
         var failure: TransferFailure?
         if let why = t.framingError {
             failure = TransferFailure(CURLE_WEIRD_SERVER_REPLY, TransferFailure.invalidFramingPrefix + why)
+        } else if let why = t.decodingFailure {
+            failure = TransferFailure(CURLE_BAD_CONTENT_ENCODING, why)
         } else if result == CURLE_OUT_OF_MEMORY, !t.headDelivered {
             // libcurl 7.88 holds a header line in a buffer capped at CURL_MAX_HTTP_HEADER
             // and says only "Out of memory" when a line passes it.
@@ -435,6 +437,10 @@ public final class TransferEngine {
                 curlCode: result, errorBuffer: slot.errorBuffer,
                 osErrno: Int32(truncatingIfNeeded: slot.easy.info(long: CURLINFO_OS_ERRNO) ?? 0),
                 overTLS: effectiveURL.prefix(6).lowercased() == "https:")
+        } else if let why = t.decoder?.unfinished {
+            // Whole framing around a coded stream that stops short: the body is not all
+            // there, whatever libcurl counted (`ContentDecoder`).
+            failure = TransferFailure(CURLE_BAD_CONTENT_ENCODING, why)
         } else if let redirect = t.redirectHead {
             failure = followRedirect(t, slot, redirect, from: effectiveURL)
             if failure == nil { return }  // the next hop runs

@@ -10,7 +10,10 @@ import EventLoop
 /// unchanged:
 /// - Reads: `.data` with decrypted bytes (in a buffer reused by the next read, as with
 ///   `Stream`), then `.eof` when the peer sent close_notify or closed its socket, or
-///   `.error` when TLS or the socket failed. A record split across socket reads at any
+///   `.error` when TLS or the socket failed. A socket closed without close_notify is
+///   still `.eof` (a client of the listener that just closes is no failure), but sets
+///   `inputTruncated`: an owner for whom the end of the stream means something (a raw
+///   socket's reader) learns that an attacker on the path could have cut it there. A record split across socket reads at any
 ///   byte simply waits for the rest.
 /// - Writes: accepted at any time, also before the handshake has finished (they are
 ///   held and encrypted when it does). `pendingWriteBytes` counts the plaintext held
@@ -70,6 +73,9 @@ public final class TLSStream: ByteStream {
     private var inputEnd: InputEnd?
     /// Set once `.eof` or `.error` was delivered to the owner: nothing more comes.
     private var inputFinished = false
+    /// The `.eof` delivered came from the socket closing with no close_notify before it
+    /// (RFC 8446 §6.1): nothing proves the peer's stream ended there.
+    public private(set) var inputTruncated = false
     private var writeFailure: UVError?
     /// Plaintext written before the handshake finished, encrypted when it does.
     private var early: [UInt8] = []
@@ -162,7 +168,9 @@ public final class TLSStream: ByteStream {
             case .none(.needsInput):
                 switch inputEnd {
                 case nil: return
-                case .eof?: finishInput(.eof)
+                case .eof?:
+                    inputTruncated = true
+                    finishInput(.eof)
                 case .error(let error)?: finishInput(.error(error))
                 }
             case .none(.closedByPeer):

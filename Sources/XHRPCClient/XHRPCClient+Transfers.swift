@@ -127,7 +127,7 @@ extension XHRPCClient {
     }
 
     /// The body length the response announced, when its bytes arrive as announced
-    /// (no Content-Encoding, which libcurl decodes); nil when unknown.
+    /// (no Content-Encoding, which the server decodes); nil when unknown.
     public func expectedLength(_ handle: String) async throws -> Int64? {
         let coding = try await call("getResponseHeader", ["request": .string(handle), "header": "Content-Encoding"])
         guard coding.stringValue?.isEmpty ?? true else { return nil }

@@ -9,14 +9,17 @@ tried to connect.
 
 The ``serve`` functions here: ``echo`` (every byte back until EOF), ``send_then_close(n)``
 (n pattern bytes, then FIN; ``Tests/Fixtures/pattern.py``), ``say_then_close(data)``,
-``hold_then_read`` (reads nothing until ``release_readers()``, then counts and hashes
-everything until EOF) and ``read_to_eof`` (counts until EOF).
+``say_then_cut(data)`` (over TLS: data, then FIN without close_notify), ``hold_then_read``
+(reads nothing until ``release_readers()``, then counts and hashes everything until EOF)
+and ``read_to_eof`` (counts until EOF).  A TLS connection otherwise ends with
+close_notify.
 
 Standard library only.  Every wait has a deadline, and ``stop()`` ends every thread it
 started (closing their sockets), so a failing test leaves nothing behind.
 """
 
 import hashlib
+import os
 import select
 import socket
 import ssl
@@ -216,6 +219,14 @@ class Peer:
 
 
 def _close_quietly(conn):
+    if isinstance(conn, ssl.SSLSocket):
+        # A TLS end proper: close_notify first (Python's shutdown and close send none),
+        # so the client can tell this end from a cut (``say_then_cut``).
+        try:
+            conn.settimeout(JOIN_TIMEOUT)
+            conn = conn.unwrap()
+        except (OSError, ValueError):
+            pass
     try:
         conn.shutdown(socket.SHUT_RDWR)
     except OSError:
@@ -249,6 +260,19 @@ def say_then_close(data):
     """A serve function: ``data``, then FIN (without reading anything)."""
     def serve(conn, peer):
         peer.send(conn, data)
+    return serve
+
+
+def say_then_cut(data):
+    """A serve function: ``data`` over TLS, then FIN on the TCP connection with no TLS
+    close_notify before it, as a peer that crashed or an attacker who cut it would."""
+    def serve(conn, peer):
+        peer.send(conn, data)
+        cut = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            cut.shutdown(socket.SHUT_RDWR)
+        finally:
+            cut.close()
     return serve
 
 

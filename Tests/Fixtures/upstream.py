@@ -89,22 +89,37 @@ def _compressor(kind):
     if kind == "deflate":  # "deflate" in HTTP means the zlib format (RFC 1950)
         c = zlib.compressobj(6, zlib.DEFLATED, 15)
         return c.compress, c.flush
+    if kind == "raw-deflate":  # what some servers send as "deflate": RFC 1951 alone
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        return c.compress, c.flush
     if kind == "br":
         c = brotli.Compressor(quality=5)
         return c.process, c.finish
     raise ValueError(kind)
 
 
-def iter_compressed(kind, n, seed):
-    """Yield the compressed pattern body piece by piece (memory bounded)."""
+def iter_compressed(kind, n, seed, limit=None):
+    """Yield the compressed pattern body piece by piece (memory bounded); with
+    ``limit``, only its first ``limit`` bytes."""
     feed, finish = _compressor(kind)
-    for piece in iter_pattern(n, seed):
-        out = feed(piece)
+
+    def pieces():
+        for piece in iter_pattern(n, seed):
+            out = feed(piece)
+            if out:
+                yield out
+        out = finish()
         if out:
             yield out
-    out = finish()
-    if out:
-        yield out
+    left = limit
+    for out in pieces():
+        if left is not None:
+            out = out[:left]
+            left -= len(out)
+        if out:
+            yield out
+        if left == 0:
+            return
 
 
 _compressed_lengths = {}
@@ -222,7 +237,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         (re.compile(r"^/ranged/(\d+)$"), "ranged"),
         (re.compile(r"^/chunked/(\d+)$"), "chunked"),
         (re.compile(r"^/drip/(\d+)$"), "drip"),
-        (re.compile(r"^/(gzip|deflate|br)/(\d+)$"), "compressed"),
+        (re.compile(r"^/(gzip|deflate|raw-deflate|br)/(\d+)$"), "compressed"),
         (re.compile(r"^/status/(\d{3})$"), "status"),
         (re.compile(r"^/no-reason/(\d{3})$"), "no_reason"),
         (re.compile(r"^/redirect/(\d+)$"), "redirect"),
@@ -575,19 +590,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(n)
         seed = self.int_arg("seed", 0)
         use_chunked = self.arg("chunked", "0") not in ("0", "", "false")
+        # truncate=K: only the first K bytes of the compressed body, in whole framing
+        # (a Content-Length of K, or chunks and the last chunk): a body cut short that
+        # no framing check can see.
+        truncate = self.int_arg("truncate", -1)
+        limit = truncate if truncate >= 0 else None
         self._drain_body()
         if kind == "br" and brotli is None:
             self.simple(501, b"brotli module not installed\n")
             return
-        headers = [("Content-Type", "application/octet-stream"), ("Content-Encoding", kind),
+        coding = "deflate" if kind == "raw-deflate" else kind
+        headers = [("Content-Type", "application/octet-stream"), ("Content-Encoding", coding),
                    ("X-Uncompressed-Length", str(n))]
         if use_chunked:
             self.start(200, None, self.chunked_headers(headers))
-            self.send_chunked(iter_compressed(kind, n, seed))
+            self.send_chunked(iter_compressed(kind, n, seed, limit))
         else:
-            headers.append(("Content-Length", str(compressed_length(kind, n, seed))))
+            length = compressed_length(kind, n, seed)
+            headers.append(("Content-Length", str(length if limit is None else min(limit, length))))
             self.start(200, None, headers)
-            self.send_body(iter_compressed(kind, n, seed))
+            self.send_body(iter_compressed(kind, n, seed, limit))
 
     def ep_status(self, code):
         code = int(code)

@@ -4,24 +4,51 @@ import Foundation
 import Testing
 @testable import HTTPEngine
 
-/// gzip, deflate and br bodies arrive decoded (CURLOPT_ACCEPT_ENCODING with every
-/// decoder libcurl has), byte-exact, with the Content-Encoding header still visible in
-/// the head.
+/// gzip, deflate (zlib or raw) and br bodies arrive decoded by the engine
+/// (`ContentDecoder`), byte-exact, with the Content-Encoding header still visible in
+/// the head; a coded body cut short inside whole framing is a failure, never a success
+/// with the part decoded.
 @Suite struct ContentEncodingTests {
-    @Test(arguments: ["gzip", "deflate", "br"], [false, true])
+    @Test(arguments: ["gzip", "deflate", "raw-deflate", "br"], [false, true])
     func encodedBodyArrivesDecoded(encoding: String, chunked: Bool) throws {
         let h = try Harness()
         let size = 1_000_000
         let r = try h.fetch("/\(encoding)/\(size)?seed=7\(chunked ? "&chunked=1" : "")", seed: 7)
         #expect(r.succeeded, "\(String(describing: r.failure))")
         #expect(r.head?.status == 200)
-        #expect(r.head?.value(of: "content-encoding") == encoding)
+        #expect(r.head?.value(of: "content-encoding") == (encoding == "raw-deflate" ? "deflate" : encoding))
         #expect(r.checker?.matches(count: size) == true,
                 "got \(r.checker?.offset ?? -1) bytes, first mismatch \(String(describing: r.checker?.firstMismatch))")
         #expect(try h.finish() == [])
     }
 
-    /// The request offers every decoder libcurl has.
+    /// The first 200 bytes of a 10,240-byte body's coded stream (of 350 to 493), in a
+    /// Content-Length of 200 or in chunks with their last chunk: the framing is whole,
+    /// the stream is not. libcurl 7.88 called this a success with 177 bytes decoded.
+    @Test(arguments: ["gzip", "deflate", "raw-deflate", "br"], [false, true])
+    func truncatedStreamFails(encoding: String, chunked: Bool) throws {
+        let h = try Harness()
+        let r = try h.fetch("/\(encoding)/10240?seed=7&truncate=200\(chunked ? "&chunked=1" : "")", seed: 7)
+        let name = encoding == "raw-deflate" ? "deflate" : encoding
+        #expect(r.completions == 1)
+        #expect(r.head?.status == 200)
+        #expect(r.failure?.code == Int32(CURLE_BAD_CONTENT_ENCODING.rawValue))
+        #expect(r.failure?.text == "Truncated \(name) body: the response ended before its \(name) stream did")
+        #expect((r.checker?.offset ?? 0) < 10240)
+        #expect(try h.finish() == [])
+    }
+
+    /// A HEAD of a coded resource has no body to decode: a success.
+    @Test func headOfACodedResourceSucceeds() throws {
+        let h = try Harness()
+        let r = try h.fetch(TransferRequest(method: "HEAD", url: h.url("/gzip/10240")))
+        #expect(r.succeeded, "\(String(describing: r.failure))")
+        #expect(r.head?.value(of: "content-encoding") == "gzip")
+        #expect(r.bodyCount == 0)
+        #expect(try h.finish() == [])
+    }
+
+    /// The request offers every coding the engine decodes.
     @Test func acceptEncodingIsOffered() throws {
         let h = try Harness()
         let r = try h.fetch(TransferRequest(url: h.url("/headers")))
@@ -30,8 +57,9 @@ import Testing
         #expect(try h.finish() == [])
     }
 
-    /// The engine sets the list itself (`TransferEngine.acceptEncoding`) rather than
-    /// `""`; the header it sends is the one libcurl sends for `""`.
+    /// The engine offers the codings it decodes (`TransferEngine.acceptEncoding`); the
+    /// header it sends is the one libcurl sends for `""`, so nothing changed for servers
+    /// when decoding moved out of libcurl.
     @Test func offeredListIsLibcurlsOwn() throws {
         let h = try Harness()
         let r = try h.fetch(TransferRequest(url: h.url("/headers")))

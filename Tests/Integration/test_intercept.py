@@ -682,6 +682,32 @@ class Notices(InterceptCase):
         self.assertEqual(params["error"]["reason"], "connect")
         self.assertTrue(params["error"]["message"])
 
+    def test_a_response_cut_after_its_head_is_told_did_fail_with_error(self):
+        # The seed: didFailWithError comes for "an incomplete response" too.
+        rec = Recorder()
+        self.intercept(on_notice=rec.on_notice)
+        o = self.run_request(self.upstream.url("/close-early/1000"))
+        self.assertFailedWith(o)
+        rec.finished(o.request, failed=True)
+        methods = [m for m, _ in rec.told(o.request)]
+        self.assertEqual(methods[0], "didReceiveResponse")
+        self.assertEqual(methods[-1], "didFailWithError")
+        self.assertNotIn("didFinishLoading", methods)
+        [(_, params)] = rec.told(o.request, "didFailWithError")
+        self.assertEqual(params["error"]["reason"], "reset")
+        self.assertEqual(params["error"]["message"], o.text)
+
+    def test_a_coded_body_cut_short_is_told_did_fail_with_error(self):
+        rec = Recorder()
+        self.intercept(on_notice=rec.on_notice, events=["didReceiveResponse", "didFailWithError", "didFinishLoading"])
+        o = self.run_request(self.upstream.url("/gzip/10240?seed=7&truncate=200"))
+        self.assertFailedWith(o, "Truncated gzip body")
+        rec.finished(o.request, failed=True)
+        self.assertEqual([m for m, _ in rec.told(o.request)], ["didReceiveResponse", "didFailWithError"])
+        [(_, params)] = rec.told(o.request, "didFailWithError")
+        self.assertEqual((params["error"]["reason"], params["error"]["message"]),
+                         ("io", "Truncated gzip body: the response ended before its gzip stream did"))
+
     def test_an_interceptor_that_takes_should_continue_is_not_told_did_fail(self):
         rec = Recorder(lambda m, p: m == "willSendRequest")  # never retry
         self.intercept(should_continue=rec.should_continue, on_notice=rec.on_notice)
@@ -722,6 +748,36 @@ class InterceptorRetries(InterceptCase):
         self.assertEqual((q["attempt"], q["error"]["reason"]), (1, "reset"))
         self.assertEqual(len(self.origin.hits(key)), 2)
         self.assertEqual(o.state["attempt"], 2)
+
+    def test_a_response_cut_after_its_head_is_asked_about_and_retried_from_sent(self):
+        target = self.upstream.url("/bytes/5")
+        rec = Recorder(lambda m, p: {"url": target} if m == "shouldContinueAfterFailWithError" else True)
+        self.intercept(should_continue=rec.should_continue)
+        url = self.upstream.url("/close-early/1000")
+        o = self.run_request(url)
+        self.assertEqual((o.status, o.body), (200, pattern.pattern_bytes(5)))
+        [q] = rec.asked("shouldContinueAfterFailWithError", o.request)
+        self.assertEqual((q["attempt"], q["error"]["reason"], q["url"]), (1, "reset", url))
+        self.assertEqual([(s["stateName"], s.get("attempt")) for s in o.states if s["stateName"] == "SENT"],
+                         [("SENT", 1), ("SENT", 2)])
+        self.assertEqual([s["stateName"] for s in o.states],
+                         ["OPENED", "SENT", "HEADERS_RECEIVED", "LOADING", "SENT", "HEADERS_RECEIVED", "LOADING",
+                          "DONE"])
+        self.assertEqual(o.state["attempt"], 2)
+
+    def test_a_response_cut_after_its_head_and_not_retried_fails(self):
+        rec = Recorder(lambda m, p: False)
+        self.intercept(should_continue=rec.should_continue, on_notice=rec.on_notice)
+        o = self.run_request(self.upstream.url("/close-early/1000"))
+        self.assertFailedWith(o)
+        [q] = rec.asked("shouldContinueAfterFailWithError", o.request)
+        self.assertEqual((q["attempt"], q["error"]["reason"]), (1, "reset"))
+        self.barrier(rec)
+        told = [m for m, _ in rec.told(o.request)]
+        self.assertEqual(told[0], "didReceiveResponse")
+        self.assertNotIn("didFailWithError", told, "it took the question")
+        self.assertNotIn("didFinishLoading", told)
+        self.assertEqual(o.state["attempt"], 1)
 
     def test_at_most_ten_attempts(self):
         rec = Recorder()  # always retry

@@ -67,6 +67,20 @@ class ProgressPerSubscriber(ObjectTestCase):
         self.assertGreater(len(fast), len(default), "10 ms against the default 100 ms")
         self.assertEqual(self.body(owner, "w"), pattern.pattern_bytes(n, 1))
 
+    def test_a_fast_subscriber_keeps_its_pace_beside_a_slow_one(self):
+        # Ten chunks 300 ms apart, watched at 50 ms and at 60 s: the 50 ms watcher hears
+        # of every chunk as it comes (it used to wait for the 60 s one's turn, hearing
+        # only the first figures and the final flush). Beside it the slow one gets its
+        # first note and the final figures only.
+        self.need("subscribe")
+        n = 1000
+        owner, (fast, slow) = self.run_watched("/drip/%d?seed=2&chunk=100&delay=300" % n, [50, 60000])
+        self.assertAddsUp(fast, n, "50 ms")
+        self.assertAddsUp(slow, n, "60 s")
+        self.assertEqual([p["bytesReceived"] for p in fast if p["bytesReceived"]], [100] * 10)
+        self.assertEqual(len(slow), 2, slow)
+        self.assertEqual(self.body(owner, "w"), pattern.pattern_bytes(n, 2))
+
     def test_totals_are_minus_one_when_the_length_is_unknown(self):
         self.need("subscribe")
         n = 200000

@@ -25,6 +25,7 @@ pause until a deadline.
 import asyncio
 import base64
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -40,7 +41,7 @@ from xhrpc import AsyncClient, RPCError, Socket, SocketError
 
 import certs  # Tests/Fixtures, on sys.path once support is imported  # noqa: E402
 from socket_peers import (Peer, Silent, echo, hold_then_read, read_to_eof,  # noqa: E402
-                          say_then_close, send_then_close, tls_context)
+                          say_then_close, say_then_cut, send_then_close, tls_context)
 
 MIB = 1 << 20
 ALICE = {"name": "alice", "token": "alice-" + "a" * 40}
@@ -816,6 +817,72 @@ class Tls(SocketCase):
         params = self.assertEvent(c, h, "socket.onErr", {"socket": h, "error": ANY_STR, "message": ANY_STR})
         self.assertIn(params["error"], ("tls", "reset", "io"), params)
         self.assertEvent(c, h, "socket.onClose", {"socket": h})
+
+
+class TlsTruncation(SocketCase):
+    """A TLS peer that ends the TCP stream with no close_notify may have been cut short
+    (by itself, or by anyone on the path who can send a FIN): the client hears
+    ``onErr`` ``tls`` before the close, what came stays readable, and the access log's
+    line says ``truncated``. A peer that ends with close_notify closes cleanly."""
+
+    LOG_LEVEL = "info"
+    certs = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cert_dir = tempfile.mkdtemp(prefix="xhrpc-sockets-certs-", dir="/tmp")
+        cls.addClassCleanup(shutil.rmtree, cls.cert_dir, True)
+        cls.certs = certs.make_all(cls.cert_dir)
+        super().setUpClass()
+
+    @classmethod
+    def server_args(cls):
+        return ("--ca-file", cls.certs["ca"], "--log-format", "json")
+
+    def tls_peer(self, serve):
+        return self.peer(serve, context=tls_context(self.certs["good_cert"], self.certs["good_key"]))
+
+    def socket_line(self, url, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = [json.loads(l) for l in self.server.stderr_text(10 ** 7).splitlines() if l.startswith("{")]
+            found = [l for l in lines if l.get("logger") == "xhrpc.access" and l.get("url") == url]
+            if found or time.monotonic() > deadline:
+                return found
+            time.sleep(0.02)  # polling the log file, bounded above
+
+    def events_until_closed(self, c, h):
+        events = []
+        while not events or events[-1][0] != "socket.onClose":
+            events.append(next_event(c, h))
+        return events
+
+    def test_an_end_without_close_notify_is_reported_as_truncated(self):
+        c = self.connect()
+        data = b"the first half of the answer"
+        peer = self.tls_peer(say_then_cut(data))
+        h = self.create_connect(c, "127.0.0.1", peer.port, ssl=True)
+        events = self.events_until_closed(c, h)
+        endpoint = "127.0.0.1:%d" % peer.port
+        self.assertEqual([m for m, _ in events], ["socket.onOpen", "socket.onRead", "socket.onErr", "socket.onClose"])
+        self.assertEqual(events[2][1], {"socket": h, "error": "tls", "message":
+                                        "SSL: %s closed the connection without a TLS close_notify: "
+                                        "the stream may be truncated" % endpoint})
+        self.assertEqual(Socket(c, h).read(), data)
+        [line] = self.socket_line("tls://" + endpoint)
+        self.assertEqual((line["reason"], line["truncated"], line["bytesIn"]), ("tls", "true", len(data)))
+
+    def test_an_end_with_close_notify_is_clean(self):
+        c = self.connect()
+        data = b"the whole answer"
+        peer = self.tls_peer(say_then_close(data))
+        h = self.create_connect(c, "127.0.0.1", peer.port, ssl=True)
+        events = self.events_until_closed(c, h)
+        self.assertEqual([m for m, _ in events], ["socket.onOpen", "socket.onRead", "socket.onClose"])
+        self.assertEqual(Socket(c, h).read(), data)
+        [line] = self.socket_line("tls://127.0.0.1:%d" % peer.port)
+        self.assertNotIn("reason", line)
+        self.assertNotIn("truncated", line)
 
 
 # ---------------------------------------------------------------------------

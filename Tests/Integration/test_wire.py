@@ -47,6 +47,7 @@ import json
 import socket
 import struct
 import time
+import zlib
 import unittest
 
 from support import SERVER_INFO, ServerTestCase, req, result
@@ -691,6 +692,51 @@ class InvalidResponseFraming(WireCase):
 
 # --------------------------------------------------------------------------
 # e) User-Agent.
+
+class TruncatedCodedBodies(WireCase):
+    """A coded body whose framing is whole but whose stream is cut short (a
+    Content-Length that counts only the bytes sent, or chunks and a last chunk around
+    part of a gzip stream) is a network error, status 0, never a 200 with the part
+    decoded (libcurl 7.88 never checks that the decoder reached the stream's end; the
+    engine does)."""
+
+    BODY = b"".join(b"%05d " % i for i in range(1707))  # 10,242 bytes of text
+
+    @classmethod
+    def coded(cls, coding):
+        bits = {"gzip": 31, "deflate": 15, "raw-deflate": -15}[coding]
+        c = zlib.compressobj(6, zlib.DEFLATED, bits)
+        return c.compress(cls.BODY) + c.flush()
+
+    def test_a_stream_cut_inside_whole_framing_is_a_network_error(self):
+        c = self.connect()
+        wrong = []
+        for coding in ("gzip", "deflate", "raw-deflate"):
+            whole = self.coded(coding)
+            name = "deflate" if coding == "raw-deflate" else coding
+            for chunked in (False, True):
+                cut = whole[:len(whole) // 2]
+                if chunked:
+                    lines = ["Content-Encoding: " + name, "Transfer-Encoding: chunked"]
+                    body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(cut), cut)
+                else:
+                    lines = ["Content-Encoding: " + name]
+                    body = cut
+                path = "/cut/%s/%d" % (coding, chunked)
+                self.origin.script(path, headers=lines, body=body)
+                self.origin.script(path + "/whole", headers=["Content-Encoding: " + name], body=whole)
+                text = "Truncated %s body: the response ended before its %s stream did" % (name, name)
+                summary, _ = self.exchange(c, "GET", self.origin.url(path))
+                if (summary.get("state"), summary.get("status"), summary.get("statusText")) != (5, 0, text):
+                    wrong.append("%s (object API): %s" % (path, brief(summary)))
+                got = self.fetch(c, {"url": self.origin.url(path)}).get("result", {})
+                if (got.get("status"), got.get("statusText"), got.get("body", "")) != (0, text, ""):
+                    wrong.append("%s (fetch): %s" % (path, brief(got)))
+                whole_got = self.fetch(c, {"url": self.origin.url(path + "/whole")}).get("result", {})
+                if (whole_got.get("status"), whole_got.get("body")) != (200, self.BODY.decode()):
+                    wrong.append("%s/whole: %s" % (path, brief(whole_got)))
+        self.assertNoProblems(wrong, "a coded body cut short must end as a network error")
+
 
 class UserAgent(WireCase):
 

@@ -9,6 +9,7 @@
 /* getrandom for ObjectName's pool: not in Glibc's Swift module either. */
 #include <sys/random.h>
 #include <stdint.h>
+#include <zlib.h>
 
 /* Typed, non-variadic doors to C calls that Swift cannot make: curl's setopt/getinfo
  * family and yajl's config calls are variadic. Inside a wrapper curl's compile-time type
@@ -78,5 +79,9 @@ size_t xh_base64_encode(const uint8_t *bytes, size_t count, uint8_t *out);
  * an entry point of its own and libFuzzer's `main` cannot take that place. Declared
  * here since Swift cannot declare a C function; nothing else calls it. */
 int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));
+
+/* zlib's inflateInit2 is a macro (it passes the library's version and the stream's size
+ * to inflateInit2_): Swift imports no function-like macro. */
+int xh_inflate_init2(z_stream *s, int windowBits);
 
 #endif

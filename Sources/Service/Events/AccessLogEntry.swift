@@ -18,6 +18,9 @@ struct AccessLogEntry: Equatable {
     /// For a request, the reason word of a failure with no response (`FailureReason`,
     /// or `aborted`, `cancelled`, `refused`); nil for a socket.
     var failure: String?
+    /// A TLS socket whose peer closed TCP without close_notify (`RawSocket`): logged as
+    /// `truncated`, since what was read may not be all the peer sent.
+    var truncated = false
     /// What `requests_total` counts it under: the status class, or the failure's word;
     /// nil for a socket, which is not a request.
     var outcome: String? {

@@ -15,8 +15,12 @@ import JSONRPC
 /// connection's previous one (`ProgressCursor`). A request whose figures changed is
 /// marked; one timer, armed for the earliest moment a marked request owes some
 /// connection a note, sends what is due and leaves the request marked while any
-/// connection is still behind. Before DONE every connection that is behind gets the
-/// final figures at once (`flushProgress`), whatever its pace.
+/// connection is still behind. A connection that is up to date owes nothing, but when
+/// the figures of a marked request change it may be owed a note before the ones still
+/// behind are: the request keeps when that is (`progressWake`), and the change arms the
+/// timer for it, so a 50 ms subscriber beside a 1000 ms one keeps its own pace. Before
+/// DONE every connection that is behind gets the final figures at once
+/// (`flushProgress`), whatever its pace.
 final class NotificationHub {
     static let defaultProgressInterval: UInt64 = 100
     static let minimumProgressInterval: UInt64 = 10
@@ -121,7 +125,14 @@ final class NotificationHub {
     /// Marks a request whose progress changed; its notes go out when each connection's
     /// pace allows.
     func progressed(_ request: HTTPRequest) {
-        guard !request.progressPending else { return }
+        guard !request.progressPending else {
+            // Marked: the ones behind have the timer; an up-to-date one is behind now.
+            if let wake = request.progressWake {
+                request.progressWake = nil
+                arm(at: wake)
+            }
+            return
+        }
         // Nobody can be listening: no subscription at all, and the opener not told.
         if request.principal.subscriptions.isEmpty, !request.openerGetsProgress { return }
         request.progressPending = true
@@ -146,6 +157,7 @@ final class NotificationHub {
     private func unmark(_ request: HTTPRequest) {
         marked[ObjectIdentifier(request)] = nil
         request.progressPending = false
+        request.progressWake = nil
     }
 
     private func arm(at due: UInt64) {
@@ -170,13 +182,19 @@ final class NotificationHub {
 
     /// Sends the notes that are due (all that are behind, with `force`); returns when
     /// the next one falls due, or nil when every connection has the current figures.
+    /// Notes in `progressWake` when the first of the up-to-date connections may have its
+    /// next note.
     private func report(_ request: HTTPRequest, force: Bool) -> UInt64? {
         let now = loop.now
         var next: UInt64?
+        var wake: UInt64?
         for (s, interval) in progressRecipients(of: request) {
             let key = ObjectIdentifier(s)
             var cursor = request.progressCursors[key].flatMap { $0.session === s ? $0 : nil } ?? ProgressCursor(session: s)
-            if cursor.last == request.progress { continue }
+            if cursor.last == request.progress {
+                wake = min(wake ?? cursor.sentAt + interval, cursor.sentAt + interval)
+                continue
+            }
             if !force, cursor.last != nil, now < cursor.sentAt + interval {
                 next = min(next ?? cursor.sentAt + interval, cursor.sentAt + interval)
                 continue
@@ -185,7 +203,9 @@ final class NotificationHub {
             cursor.last = request.progress
             cursor.sentAt = now
             request.progressCursors[key] = cursor
+            wake = min(wake ?? now + interval, now + interval)
         }
+        request.progressWake = wake
         return next
     }
 }

@@ -142,9 +142,13 @@ extension HTTPRequest {
 
     // MARK: After an attempt
 
-    /// The attempt failed with no response. Asks the interceptor, or the retry policy,
-    /// whether to try again; otherwise the request ends with the failure.
-    func attemptFailed(_ failure: TransferFailure) {
+    /// The attempt failed with no response, or with one whose body broke off after the
+    /// head (`afterHead`: the seed's "incomplete response"). Asks the interceptor, or —
+    /// for no response only — the retry policy, whether to try again; otherwise the
+    /// request ends with the failure, and an interceptor that asks no question is told
+    /// `didFailWithError`. A retry after the head drops what the broken response had
+    /// recorded (`RequestStateMachine.retrying`).
+    func attemptFailed(_ failure: TransferFailure, afterHead: Bool = false) {
         let reason = FailureReason.word(failure)
         let request = planned
         // An interceptor that takes this question never hears didFailWithError
@@ -166,7 +170,8 @@ extension HTTPRequest {
             })
             return
         }
-        if let policy = retryPolicy, let request, policy.retries(afterFailure: reason, attempt: attempt, method: request.method) {
+        if !afterHead, let policy = retryPolicy, let request,
+           policy.retries(afterFailure: reason, attempt: attempt, method: request.method) {
             return backOff(policy, retryAfter: nil)
         }
         tell(.didFailWithError, ["request": .string(handle), "error": ["reason": .string(reason), "message": .string(failure.text)]])
@@ -175,7 +180,7 @@ extension HTTPRequest {
 
     private func answeredShouldContinue(_ answer: ServerQuestions.Answer, _ failure: TransferFailure) {
         between = nil
-        guard state == .sent, let request = planned else { return }
+        guard state.isInFlight, let request = planned else { return }
         switch answer {
         case .result(.bool(true)):
             retry()
@@ -209,7 +214,7 @@ extension HTTPRequest {
 
     /// The next attempt, reported as SENT with its number.
     func retry() {
-        guard state == .sent else { return }
+        guard state.isInFlight else { return }
         attempt += 1
         perform(machine.retrying())
         beginAttempt()

@@ -161,14 +161,13 @@ extension HTTPRequest {
             return
         }
         if let failure {
-            if state == .sent {
-                // No response: another attempt may follow.
-                transfer = nil
-                if answersTunnelChallenge(t) { return }
-                attemptFailed(failure)
-            } else {
-                perform(machine.failed(failure.text))
-            }
+            // No response, or one cut short after its head: another attempt may follow,
+            // and the interceptor hears of it either way (`attemptFailed`).
+            let sent = state == .sent
+            transfer = nil
+            if sent, answersTunnelChallenge(t) { return }
+            if !sent { flushNoticeData() }  // the data that came, then its failure
+            attemptFailed(failure, afterHead: !sent)
         } else if let why = downloadShortfall {
             perform(machine.failed(why))
         } else {

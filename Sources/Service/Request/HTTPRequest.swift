@@ -125,6 +125,9 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     /// What each connection was last told, by session.
     var progressCursors: [ObjectIdentifier: ProgressCursor] = [:]
     var progressPending = false
+    /// While pending: the earliest moment a connection that has the current figures may
+    /// get its next note, should the figures change (`NotificationHub.progressed`).
+    var progressWake: UInt64?
     /// The opener hears `onProgress` too, at the default pace unless a subscription of
     /// its own sets another. Off for the object API, whose `open {subscribe}` promises
     /// state changes only (progress is `subscribe`'s); the calls that start a whole

@@ -8,8 +8,10 @@
 /// - OPENED: `open` → OPENED again (options kept, headers and body cleared); `send` → SENT.
 /// - SENT: head received → HEADERS_RECEIVED; failure → DONE; `abort` → DONE; a retry
 ///   → SENT again (reported once more, with the attempt's number).
-/// - HEADERS_RECEIVED: first body bytes (or the end) → LOADING; failure or `abort` → DONE.
-/// - LOADING: completion, failure or `abort` → DONE.
+/// - HEADERS_RECEIVED: first body bytes (or the end) → LOADING; failure or `abort` → DONE;
+///   a retry after the response broke off → SENT.
+/// - LOADING: completion, failure or `abort` → DONE; a retry after the response broke
+///   off → SENT.
 /// - DONE: `open` → OPENED.
 /// `open` from SENT, HEADERS_RECEIVED or LOADING aborts first (→ DONE, then → OPENED).
 /// A success completes through every state it skipped: a response that arrives in one
@@ -109,11 +111,14 @@ struct RequestStateMachine {
         return actions
     }
 
-    /// Another attempt of the same send begins (a retry): still SENT, reported again so
-    /// that subscribers see each attempt. Nothing of the previous attempt was recorded.
+    /// Another attempt of the same send begins (a retry): SENT again, reported again so
+    /// that subscribers see each attempt. From SENT nothing of the previous attempt was
+    /// recorded; from HEADERS_RECEIVED or LOADING (a response that broke off, retried
+    /// because the interceptor asked) what it recorded is dropped.
     mutating func retrying() -> Actions {
-        guard state == .sent else { return [] }
+        guard state.isInFlight else { return [] }
         var actions = Actions()
+        if state != .sent { actions.append(.clearResponse) }
         move(to: .sent, &actions)
         return actions
     }

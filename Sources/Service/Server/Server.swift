@@ -256,6 +256,7 @@ extension Server: ObjectEnvironment {
             "attempts": .stringConvertible(e.attempts),
         ]
         if let reason = e.reason { meta["reason"] = .string(reason) }
+        if e.truncated { meta["truncated"] = "true" }
         accessLog.info("\(e.event)", metadata: meta)
     }
 }

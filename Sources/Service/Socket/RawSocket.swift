@@ -66,6 +66,9 @@ final class RawSocket: SessionObject, BudgetWaiter {
     private var bytesOut = 0
     private var connectAt: Double?
     private var failureWord: String?
+    /// The TLS stream ended without close_notify (`TLSStream.inputTruncated`): reported
+    /// as `onErr` `tls`, and the access log's line says `truncated`.
+    private var truncated = false
 
     var lastUsed: Double
 
@@ -138,6 +141,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         bytesIn = 0
         bytesOut = 0
         failureWord = nil
+        truncated = false
         connectAt = env.clock.now()
         connector = c
         c.start { [weak self] result in self?.connected(result) }
@@ -252,7 +256,9 @@ final class RawSocket: SessionObject, BudgetWaiter {
                 guard let self else { return }
                 switch event {
                 case .data(let bytes): received(bytes)
-                case .eof: ended()
+                case .eof:
+                    if let tls = stream as? TLSStream, tls.inputTruncated { reportTruncation() }
+                    ended()
                 case .error(let error): broke(SocketFailure.from(error, "Reading from \(SocketConnector.endpoint(host, port)) failed"))
                 }
             }
@@ -312,6 +318,15 @@ final class RawSocket: SessionObject, BudgetWaiter {
         if flushing { closeStream() }
     }
 
+    /// The TLS peer closed TCP without close_notify: what was read is kept and the
+    /// close goes on as for any end of input, but the client hears that the stream may
+    /// have been cut (by the peer, or by anyone on the path who can send a FIN).
+    private func reportTruncation() {
+        truncated = true
+        report(SocketFailure(word: "tls", message: "SSL: \(SocketConnector.endpoint(host, port)) closed the connection "
+            + "without a TLS close_notify: the stream may be truncated"))
+    }
+
     /// Reading or writing failed: `socket.onErr`, then the close.
     private func broke(_ failure: SocketFailure) {
         guard state.isLive else { return }
@@ -353,7 +368,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         env.finished(AccessLogEntry(
             principal: principal.name, method: "SOCKET", url: "\(ssl ? "tls" : "tcp")://\(SocketConnector.endpoint(host, port))",
             status: 0, reason: failureWord, bytesIn: bytesIn, bytesOut: bytesOut,
-            durationMs: Int((env.clock.now() - started) * 1000), attempts: 1, event: "socket closed"))
+            durationMs: Int((env.clock.now() - started) * 1000), attempts: 1, truncated: truncated, event: "socket closed"))
     }
 
     private func notify(_ method: String, _ params: JSONValue) {
