@@ -103,6 +103,12 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds a TCP client has to call auth before its connection is closed (config key \"authTimeout\"; default 10).", valueName: "seconds"))
     var authTimeout: Double?
 
+    @Option(name: .long, help: ArgumentHelp("Wrong tokens (auth, and bearer tokens of the operations listener) judged per minute from one source: an IPv4 address, an IPv6 /64, a Unix peer's uid. Past it that source's tokens, right or wrong, are answered limit_exceeded untried, with data.retryAfter (config key \"authFailuresPerSource\"; default 20).", valueName: "n"))
+    var authFailuresPerSource: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Wrong tokens judged per minute from all sources together; past it every token is answered limit_exceeded untried until the budget drains (config key \"authFailuresTotal\"; default 200).", valueName: "n"))
+    var authFailuresTotal: Int?
+
     @Flag(name: .long, help: ArgumentHelp("Let a TCP listener on loopback run without principals, every TCP client acting as the socket owner (config key \"insecureTCP\"). For a single-user development machine only."))
     var insecureTcp = false
 
@@ -123,6 +129,9 @@ struct XHRPCD: ParsableCommand {
 
     @Option(name: .customLong("http-listen"), help: ArgumentHelp("The HTTP operations listener, tcp:HOST:PORT: GET /healthz (200 while the process lives), /readyz (200 when listening and not draining, else 503) /metrics (Prometheus text), the live dashboard page at / and its WebSocket JSON-RPC on /rpc (the page's own origin accepted there without --ws-origin). Off by default. On loopback it is open to local processes; another address needs principals with tokens in the config file, and /metrics then asks for an admin's token as Authorization: Bearer (config key \"httpListen\").", valueName: "tcp:host:port"))
     var httpListen: String?
+
+    @Option(name: .customLong("http-max-connections"), help: ArgumentHelp("Clients the operations listener (--http-listen) holds at once; more are answered 503 and closed at once (one that already sent its request may see a reset), so they cannot use up the descriptors the other listeners need. A /rpc client counts under --max-connections once upgraded (config key \"httpMaxConnections\"; default 64).", valueName: "n"))
+    var httpMaxConnections: Int?
 
     @Option(name: .long, help: ArgumentHelp("Permission bits of Unix sockets, in octal (config key \"socketMode\"; default 0600: the owner only).", valueName: "mode"))
     var socketMode: String?
@@ -157,6 +166,12 @@ struct XHRPCD: ParsableCommand {
             guard t > 0, t <= 3600 else { throw ValidationError("--auth-timeout must be from 0 to 3600 seconds") }
             settings.authTimeout = t
         }
+        settings.authFailuresPerSource = try positive(authFailuresPerSource ?? file.int("authFailuresPerSource"), "auth-failures-per-source")
+            ?? settings.authFailuresPerSource
+        settings.authFailuresTotal = try positive(authFailuresTotal ?? file.int("authFailuresTotal"), "auth-failures-total")
+            ?? settings.authFailuresTotal
+        settings.httpMaxConnections = try positive(httpMaxConnections ?? file.int("httpMaxConnections"), "http-max-connections")
+            ?? settings.httpMaxConnections
         settings.limits = try Self.limits(file.object("limits"), base: settings.limits, what: "the config key \"limits\"")
         for item in limit {
             let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
@@ -289,6 +304,7 @@ struct ConfigFile {
             let known: Set = ["listen", "logLevel", "logFormat", "maxMessageBytes", "maxConnections", "maxBufferBytes",
                               "maxRedirects", "uploadRoot", "downloadRoot", "socketMode", "caFile", "tlsMin", "certRoot", "egressProxy",
                               "stateDir", "allow", "deny", "principals", "limits", "maxResponseBytes", "insecureTCP", "allowNegotiate", "authTimeout",
+                              "authFailuresPerSource", "authFailuresTotal", "httpMaxConnections",
                               "requestTTL", "detachTTL", "drainSeconds", "redactQuery",
                               "tlsCert", "tlsKey", "tlsHandshakeTimeout", "tcpKeepalive", "httpListen", "wsOrigins"]
             let file = ConfigFile(values: o)
