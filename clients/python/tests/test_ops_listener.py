@@ -387,6 +387,10 @@ class DescriptorLimit(unittest.TestCase):
             s = socket.create_connection(("127.0.0.1", port), timeout=HTTP_TIMEOUT)
             self.addCleanup(s.close)
             idle.append(s)
+        # One more is refused at accept: so every one before it has been accepted (or
+        # refused) by then, in order, and the descriptors they hold are taken.
+        with socket.create_connection(("127.0.0.1", port), timeout=HTTP_TIMEOUT) as probe:
+            self.assertTrue(probe.recv(65536).startswith(b"HTTP/1.1 503 "))
         with server.connect() as c:
             self.assertIn("version", c.call("server.info"))
 
