@@ -40,9 +40,22 @@ extension Server {
     }
 
     /// The dispatcher's gate: an unauthenticated connection may only `auth`, and
-    /// discover a few times.
+    /// discover a few times, within its allowance of calls.
     func admit(_ call: RPCCall) throws {
         guard !(call.peer.context is ClientSession) else { return }
+        if let pending = call.peer.context as? PendingAuthentication {
+            pending.callsLeft -= 1
+            if pending.callsLeft < 0 {
+                let error = ServiceError.limitExceeded(
+                    "callsBeforeAuth", max: PendingAuthentication.calls,
+                    "More than \(PendingAuthentication.calls) calls before auth; the connection is closed")
+                if let conn = call.peer as? RPCConnection {
+                    conn.send(["jsonrpc": "2.0", "error": error.json, "id": .null])
+                    conn.closeNow(reason: "\(PendingAuthentication.calls) calls before auth")
+                }
+                throw error
+            }
+        }
         switch call.method {
         case "auth":
             return

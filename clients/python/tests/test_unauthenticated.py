@@ -3,7 +3,8 @@
 Through the real xhrpcd with principals (so TCP, TLS and WebSocket clients must
 ``auth``): a connection is closed at ``--auth-timeout`` whether or not it reads its
 replies or finishes its handshake, and its slot is free again; before ``auth`` a message
-is at most 64 KiB (refused as its bytes arrive) and ``rpc.discover`` is answered twice;
+is at most 64 KiB (refused as its bytes arrive), ``rpc.discover`` is answered twice and
+the 101st call closes the connection;
 wrong tokens are throttled per source address and in all (``limit_exceeded`` with
 ``data.retryAfter``, the token untried); a call sent after an ``auth`` whose answer is
 deferred waits for that answer.
@@ -211,6 +212,21 @@ class BeforeAuth(ServerTestCase):
         s.sendall(line(req("auth", 100, {"token": ALICE["token"]})) + line(req("rpc.discover", 101)))
         self.assertEqual(read_message(f)["result"]["principal"], "alice")
         self.assertIn("methods", read_message(f)["result"])
+
+    def test_the_hundred_and_first_call_closes_the_connection(self):
+        # So what a client that never reads can have queued before auth is bounded too.
+        s = raw_tcp(self.server.tcp_port)
+        self.addCleanup(s.close)
+        f = s.makefile("rb")
+        self.addCleanup(f.close)
+        s.sendall(b"".join(line(req("list", i)) for i in range(101)) + line(req("rpc.discover", 101)))
+        for i in range(100):
+            r = read_message(f)
+            self.assertEqual((r["id"], r["error"]["data"]["reason"]), (i, "unauthenticated"))
+        r = read_message(f)
+        self.assertEqual(r["id"], None)
+        self.assertEqual(r["error"]["data"], {"reason": "limit_exceeded", "limit": "callsBeforeAuth", "max": 100})
+        self.assertIsNone(read_message(f), "closed, the calls after it unanswered")
 
     def test_calls_after_a_deferred_wrong_auth_wait_for_its_answer(self):
         # The wrong token's answer waits a second; the right one, and the call after it,
