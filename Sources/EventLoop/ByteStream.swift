@@ -7,7 +7,10 @@
 /// bytes; `pendingWriteBytes` counts every byte accepted and not yet handed to the
 /// kernel, so the owner can apply back-pressure; `onDrain` fires when that count falls
 /// back to 0 after having been above it; `onWriteError` fires once when writing fails;
-/// after `close` nothing is delivered any more. Confined to the loop's thread.
+/// after `close` nothing is delivered any more. A stream that ends by itself before it
+/// carries anything (a TLS or WebSocket handshake that fails or times out) tells its
+/// owner either way: `.error` to a reading owner, `onWriteError` to one that is not
+/// reading. Confined to the loop's thread.
 public protocol ByteStream: AnyObject {
     /// Starts delivering reads to `onRead`, replacing any previous callback. Throws if
     /// the stream is closed.

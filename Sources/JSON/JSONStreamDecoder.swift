@@ -75,7 +75,7 @@ public enum JSONStreamEvent: Equatable, Sendable {
 /// The decoder belongs to one connection and one thread (the event loop); it is not
 /// `Sendable`.
 public final class JSONStreamDecoder {
-    private let maxValueBytes: Int
+    private var maxValueBytes: Int
     private let parser: YajlValueParser
     /// Absolute stream offset of the next byte not yet handled. Bytes held back by
     /// `SurrogateEscapeRepair` (in `carry`) come after it.
@@ -124,6 +124,13 @@ public final class JSONStreamDecoder {
         parser = YajlValueParser(allowMultipleValues: true, pickCallEnvelopes: pickCallEnvelopes)
         // One less than Int.max keeps `maxValueBytes + 1` from overflowing.
         self.maxValueBytes = min(maxValueBytes, Int.max - 1)
+    }
+
+    /// Lets values grow to `bytes` from the next feed on (a connection that has
+    /// authenticated). Never lowers the limit: a value open now has at most the old
+    /// limit's bytes, so it stays within the new one, and the slicing above holds.
+    public func raiseLimit(to bytes: Int) {
+        maxValueBytes = max(maxValueBytes, min(bytes, Int.max - 1))
     }
 
     /// Reads the next bytes of the stream and returns what they completed, in order.

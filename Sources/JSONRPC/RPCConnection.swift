@@ -34,7 +34,7 @@ public final class RPCConnection: RPCPeer {
     public var peerDescription: String
 
     private let dispatcher: Dispatcher
-    private let decoder: JSONStreamDecoder
+    private var decoder: JSONStreamDecoder
     private let limits: ConnectionLimits
     private let logger: Logger
     private let coalescer: WriteCoalescer?
@@ -64,6 +64,9 @@ public final class RPCConnection: RPCPeer {
     private var reading = false
     private var eofReceived = false
     private var deferredCalls = 0
+    /// Set by `holdCalls`: the calls read after the one that set it wait (with reading
+    /// stopped) until `releaseCalls`.
+    private var callsHeld = false
     public private(set) var bytesIn: UInt64 = 0
     public private(set) var bytesOut: UInt64 = 0
 
@@ -84,6 +87,21 @@ public final class RPCConnection: RPCPeer {
 
     /// Whether `start()` installed the stream's callbacks.
     private var started = false
+
+    /// Before `start()`: a message larger than `bytes` (and than the connection's own
+    /// limit) gets `message_too_large` and the connection is closed, as soon as that
+    /// many of its bytes have arrived, until `liftMessageRestriction()`. For a client
+    /// that has not proved who it is: it is never parsed into a value larger than this.
+    public func restrictMessages(to bytes: Int) {
+        precondition(!started, "restrictMessages after start")
+        decoder = JSONStreamDecoder(maxValueBytes: min(bytes, limits.maxMessageBytes), pickCallEnvelopes: true)
+    }
+
+    /// Messages may have the connection's full limit (`maxMessageBytes`) again, from the
+    /// next bytes parsed on.
+    public func liftMessageRestriction() {
+        decoder.raiseLimit(to: limits.maxMessageBytes)
+    }
 
     /// Starts reading calls.
     public func start() throws {
@@ -165,6 +183,11 @@ public final class RPCConnection: RPCPeer {
         var rest = events
         while let event = rest.first {
             guard isOpen else { return }
+            if callsHeld {
+                backlog = rest
+                pauseReading()
+                return
+            }
             if outBuffer.count + stream.pendingWriteBytes > limits.pauseReadingBytes {
                 backlog = rest
                 pauseReading()
@@ -340,13 +363,13 @@ public final class RPCConnection: RPCPeer {
     /// their replies go straight to the kernel; stops once some wait, for `drained` to
     /// call it again, or once the turn's allowance of calls is spent, for `resumeCalls`.
     private func runBacklog() {
-        while holdsInput, isOpen, !waitingForTurn, stream.pendingWriteBytes == 0 {
+        while holdsInput, isOpen, !waitingForTurn, !callsHeld, stream.pendingWriteBytes == 0 {
             collecting = true
             repeat {
                 let events = backlog.isEmpty ? parseUnparsed()[...] : backlog
                 backlog = []
                 handle(events)
-            } while backlog.isEmpty && !unparsed.isEmpty && isOpen
+            } while backlog.isEmpty && !unparsed.isEmpty && isOpen && !callsHeld
             collecting = false
             flush()
         }
@@ -358,7 +381,7 @@ public final class RPCConnection: RPCPeer {
             guard !holdsInput else { return }
             if eofReceived { closeIfFinished() }
         }
-        if readingPaused, isOpen, !eofReceived {
+        if readingPaused, isOpen, !eofReceived, !callsHeld {
             readingPaused = false
             do { try stream.startReading(reader) } catch { close(reason: "cannot resume reading: \(error)") }
         }
@@ -366,6 +389,20 @@ public final class RPCConnection: RPCPeer {
     }
 
     public func deferredCallStarted() { deferredCalls += 1 }
+
+    /// The calls read after the one running now wait, unrun, and reading stops, until
+    /// `releaseCalls()`: for a call whose answer decides how the next ones are judged (an
+    /// `auth` whose answer waits for a failure delay). The members of a batch are one
+    /// message and run together all the same.
+    public func holdCalls() { callsHeld = true }
+
+    /// The calls held by `holdCalls()` go on, in order, once the replies before them are
+    /// written.
+    public func releaseCalls() {
+        guard callsHeld else { return }
+        callsHeld = false
+        if isOpen, stream.pendingWriteBytes == 0 { drained() }
+    }
 
     public func deferredCallEnded() {
         deferredCalls -= 1
@@ -379,6 +416,14 @@ public final class RPCConnection: RPCPeer {
     }
 
     private var closingAfterFlush = false
+
+    /// Writes what is queued as far as the stream takes it now, then closes whatever is
+    /// left: for a connection whose time is up whether or not its client reads, which
+    /// `closeAfterFlush` would wait for. A reason is logged at notice level.
+    public func closeNow(reason: String?) {
+        flush()
+        close(reason: reason)
+    }
 
     /// Stops reading and closes once everything queued has been written.
     public func closeAfterFlush() {

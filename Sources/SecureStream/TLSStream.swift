@@ -26,8 +26,9 @@ import EventLoop
 /// The handshake starts at once, whether or not the owner reads, and must finish within
 /// `handshakeTimeout` ms: a peer that connects and sends nothing, too little or garbage
 /// does not hold a connection slot. When the handshake fails or times out, the stream
-/// closes itself and, if the owner is reading, hands it `.error` (EPROTO or ETIMEDOUT,
-/// with OpenSSL's reason), which it logs and answers by closing.
+/// closes itself and hands the owner the error (EPROTO or ETIMEDOUT, with OpenSSL's
+/// reason): as `.error` if it is reading, through `onWriteError` if it is not, so an
+/// owner that stopped reading hears of the end all the same.
 ///
 /// Lifetime: like `Stream`, it keeps itself alive while open (the socket's callbacks and
 /// the timer's hold it), so whoever receives one must eventually `close()` it.
@@ -241,15 +242,21 @@ public final class TLSStream: ByteStream {
         handshakeFailed(UV_ETIMEDOUT.rawValue, "TLS handshake did not finish within \(handshakeTimeout) ms")
     }
 
-    /// Closes, then tells a reading owner why, so it forgets the connection.
+    /// Closes, then tells the owner why, so it forgets the connection whether or not it
+    /// reads: a reading owner through its read callback, one that is not reading (it
+    /// paused, or it waits for a flush before closing) through `onWriteError`, since
+    /// nothing it wrote can go out now. Told neither, an owner that stopped reading
+    /// would wait for a drain that never comes, and hold its connection slot for ever.
     private func handshakeFailed(_ code: Int32, _ reason: String) {
         let owner = ownerReading ? onRead : nil
+        let writer = ownerReading ? nil : onWriteError
         let told = onHandshake
         onHandshake = nil
         let error = UVError(code, "\(reason) (peer \(peerDescription))")
         close()
         told?(error)
         owner?(.error(error))
+        writer?(error)
     }
 
     // MARK: Writing

@@ -9,7 +9,8 @@ import SecureStream
 ///
 /// - The upgrade: the request head (at most `Settings.headLimit` bytes) is read and
 ///   judged by `WebSocketHandshake`; a refusal is answered with its HTTP status, and the
-///   stream then waits a moment for the client to go before it ends with `.error`.
+///   stream then waits a moment for the client to go before it ends with `.error` (to an
+///   owner that is not reading, through `onWriteError`).
 ///   The head must arrive within `Settings.handshakeTimeout` ms.
 /// - Frames are wslay's business (its event API, fed from the loop): fragments are
 ///   reassembled, pings answered, a close frame answered. Each text message reaches the
@@ -135,6 +136,15 @@ public final class WebSocketStream: ByteStream {
             head = alreadyRead
             upgradeRequestRead()
         }
+    }
+
+    /// Sets the largest reassembled message from now on (a larger one closes with
+    /// 1009 as soon as wslay has counted past it): the server lowers it for a client
+    /// that has not authenticated and raises it again after, so wslay never buffers
+    /// more of an unauthenticated client's message than the server would parse.
+    public func limitMessages(to bytes: Int) {
+        guard let context else { return }
+        wslay_event_config_set_max_recv_msg_length(context, UInt64(max(bytes, 1)))
     }
 
     deinit {
@@ -368,11 +378,15 @@ public final class WebSocketStream: ByteStream {
         handshakeFailed(why)
     }
 
-    /// Closes, then tells a reading owner why, so it forgets the connection.
+    /// Closes, then tells the owner why, so it forgets the connection whether or not it
+    /// reads: as `.error` while it reads, through `onWriteError` when it does not (as
+    /// `TLSStream.handshakeFailed` does, and for the same reason).
     private func handshakeFailed(_ error: UVError) {
         let owner = ownerReading ? onRead : nil
+        let writer = ownerReading ? nil : onWriteError
         closeNow(nil)
         owner?(.error(error))
+        writer?(error)
     }
 
     // MARK: Writing

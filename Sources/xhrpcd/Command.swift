@@ -99,6 +99,12 @@ struct XHRPCD: ParsableCommand {
     @Option(name: Settings.authTimeout.name, help: Settings.authTimeout.argumentHelp)
     var authTimeout: Double?
 
+    @Option(name: Settings.authFailuresPerSource.name, help: Settings.authFailuresPerSource.argumentHelp)
+    var authFailuresPerSource: Int?
+
+    @Option(name: Settings.authFailuresTotal.name, help: Settings.authFailuresTotal.argumentHelp)
+    var authFailuresTotal: Int?
+
     @Flag(name: Settings.insecureTCP.name, help: Settings.insecureTCP.argumentHelp)
     var insecureTcp = false
 
@@ -119,6 +125,9 @@ struct XHRPCD: ParsableCommand {
 
     @Option(name: Settings.httpListen.name, help: Settings.httpListen.argumentHelp)
     var httpListen: String?
+
+    @Option(name: Settings.httpMaxConnections.name, help: Settings.httpMaxConnections.argumentHelp)
+    var httpMaxConnections: Int?
 
     @Option(name: Settings.socketMode.name, help: Settings.socketMode.argumentHelp)
     var socketMode: String?
@@ -165,6 +174,11 @@ struct XHRPCD: ParsableCommand {
         settings.insecureTCP = try insecureTcp || file.value(Settings.insecureTCP, nil) ?? settings.insecureTCP
         settings.allowNegotiate = try allowNegotiate || file.value(Settings.allowNegotiate, nil) ?? settings.allowNegotiate
         settings.authTimeout = try file.value(Settings.authTimeout, authTimeout) ?? settings.authTimeout
+        settings.authFailuresPerSource = try file.value(Settings.authFailuresPerSource, authFailuresPerSource)
+            ?? settings.authFailuresPerSource
+        settings.authFailuresTotal = try file.value(Settings.authFailuresTotal, authFailuresTotal) ?? settings.authFailuresTotal
+        settings.httpMaxConnections = try file.value(Settings.httpMaxConnections, httpMaxConnections)
+            ?? settings.httpMaxConnections
         settings.limits = try Self.limits(file.object("limits"), base: settings.limits, what: "the config key \"limits\"")
         for item in limit {
             let parts = item.split(separator: "=", maxSplits: 1).map(String.init)

@@ -308,6 +308,93 @@ class Rebinding(OpsListenerTestCase):
             self.assertIn(b"xhrpc_connections_total", reply)
 
 
+class ConnectionLimit(OpsListenerTestCase):
+    """At most --http-max-connections clients at once: more are answered 503 and closed
+    at once, and the listener serves again as soon as one goes."""
+
+    ARGS = ("--http-max-connections", "4")
+
+    def read_all(self, s):
+        """What the server sends on ``s`` until it closes; "reset" if it resets."""
+        got = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return got
+                got += chunk
+        except ConnectionResetError:
+            return "reset"
+
+    def wait_served(self):
+        deadline = time.monotonic() + HTTP_TIMEOUT
+        while http_get(self.http_port, "/healthz")[0] != 200:
+            self.assertLess(time.monotonic(), deadline, "the listener serves again")
+            time.sleep(0.02)
+
+    def test_clients_past_the_limit_get_503_and_are_closed_at_once(self):
+        # Four clients that connect and wait hold the four places, and a fifth is
+        # answered at accept and closed. The held four are then served. A client the
+        # test closed just before (setUp's probe, the last round's) may not have been
+        # seen to close yet and take a place: then one of the four is refused, and the
+        # round is played again once that client is gone.
+        for _ in range(3):
+            idle = [socket.create_connection(("127.0.0.1", self.http_port), timeout=HTTP_TIMEOUT) for _ in range(4)]
+            try:
+                with socket.create_connection(("127.0.0.1", self.http_port), timeout=HTTP_TIMEOUT) as fifth:
+                    reply = self.read_all(fifth)
+                self.assertTrue(reply.startswith(b"HTTP/1.1 503 Service Unavailable\r\n"), reply)
+                self.assertIn(b"\r\nRetry-After: 1\r\n", reply)
+                statuses = []
+                for s in idle:
+                    try:
+                        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    except OSError:
+                        pass
+                    got = self.read_all(s)
+                    statuses.append(got if got == "reset" else got.split(b"\r\n", 1)[0].decode())
+            finally:
+                for s in idle:
+                    s.close()
+            if statuses == ["HTTP/1.1 200 OK"] * 4:
+                break
+            self.wait_served()
+        self.assertEqual(statuses, ["HTTP/1.1 200 OK"] * 4)
+        # Once they are gone, so is the refusal.
+        self.wait_served()
+
+
+class DescriptorLimit(unittest.TestCase):
+    """Under a small descriptor limit (RLIMIT_NOFILE), 200 clients of the operations
+    listener that connect and say nothing leave the daemon descriptors to serve its
+    JSON-RPC clients: the listener holds its 64 (the default --http-max-connections)
+    and closes the others at once."""
+
+    def test_idle_clients_cannot_use_up_the_descriptors(self):
+        import resource
+        port = free_tcp_port()
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        # The daemon inherits the limit: room for what it opens at start, for its
+        # 64 operations clients, and a few more, far from 200.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+        try:
+            server = XhrpcServer(args=["--http-listen", "tcp:127.0.0.1:%d" % port]).start()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        self.addCleanup(server.stop)
+        idle = []
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", port), timeout=HTTP_TIMEOUT)
+            self.addCleanup(s.close)
+            idle.append(s)
+        # One more is refused at accept: so every one before it has been accepted (or
+        # refused) by then, in order, and the descriptors they hold are taken.
+        with socket.create_connection(("127.0.0.1", port), timeout=HTTP_TIMEOUT) as probe:
+            self.assertTrue(probe.recv(65536).startswith(b"HTTP/1.1 503 "))
+        with server.connect() as c:
+            self.assertIn("version", c.call("server.info"))
+
+
 class Exposure(unittest.TestCase):
     """Off the loopback only with principals that hold tokens; /metrics then needs an
     admin's token."""

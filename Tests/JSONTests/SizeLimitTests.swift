@@ -76,4 +76,22 @@ struct SizeLimitTests {
             #expect(events(chunks, limit: 10) == [parseError(1, invalidChar), .tooLarge(limit: 10)])
         }
     }
+
+    /// The limit raised between feeds (a connection that has authenticated) lets the
+    /// value open then, and the next ones, grow to the new limit, cut anywhere; before
+    /// the raise the old one holds.
+    @Test func aRaisedLimitAppliesFromTheNextFeed() {
+        let big = "[" + String(repeating: "1,", count: 20) + "1]"  // 43 bytes
+        for cut in 1..<10 {
+            let decoder = JSONStreamDecoder(maxValueBytes: 10)
+            let bytes = utf8(big + "\n" + big + "\n")
+            #expect(decoder.feed(Array(bytes[..<cut])) == [])
+            decoder.raiseLimit(to: 100)
+            decoder.raiseLimit(to: 5)  // never lowered
+            let value = try! JSON.decode(big)
+            #expect(decoder.feed(Array(bytes[cut...])) + decoder.finish() == [.value(value), .value(value)], "cut at \(cut)")
+        }
+        let decoder = JSONStreamDecoder(maxValueBytes: 10)
+        #expect(decoder.feed(utf8(big)) == [.tooLarge(limit: 10)])
+    }
 }

@@ -117,3 +117,31 @@ private func plainClient(_ harness: LoopHarness, _ outcome: Outcome, port: Int, 
     #expect(clientError?.operation.hasPrefix("SSL certificate problem: unable to get local issuer certificate") == true,
             "the verification result says why: \(String(describing: clientError))")
 }
+
+/// An owner that stopped reading before the handshake ended (a connection that waits
+/// for its replies to drain before it closes) still hears of a handshake that times
+/// out, through `onWriteError`: told nothing, it would wait for a drain that never
+/// comes, and its connection would be counted for ever.
+@Test func anOwnerThatIsNotReadingIsToldOfTheTimeout() throws {
+    let harness = try LoopHarness(deadlineMilliseconds: 30_000)
+    let outcome = Outcome(harness)
+    var told: [String] = []
+    let port = try harness.tlsListener(context: try TestCertificates.serverContext(), handshakeTimeout: 200) { server in
+        harness.attempt("server startReading") {
+            try server.startReading { event in told.append("read \(event)") }
+        }
+        server.write(Array("waits for the handshake\n".utf8))
+        server.stopReading()
+        server.onDrain = { told.append("drain") }
+        server.onWriteError = { error in
+            told.append("write error \(error.name)")
+            #expect(server.isClosed)
+            outcome.events.append("told")
+            outcome.finishIfBoth()
+        }
+    }
+    plainClient(harness, outcome, port: port, onData: { Issue.record("data from a server that never finished a handshake") })
+    try harness.run()
+    #expect(told == ["write error ETIMEDOUT"])
+    #expect(outcome.clientEnd == "eof")
+}

@@ -63,4 +63,24 @@ import Testing
         }
         #expect(m.failures == Machine.maxFailures)
     }
+
+    /// Settled (the connection's held calls may run) only when no attempt waits or is
+    /// delayed, and never once the connection is to close for its failures.
+    @Test func settledWhenNothingIsUnanswered() {
+        var m = Machine()
+        #expect(m.isSettled)
+        _ = m.received(1)  // judged at once, by the server, before anything else runs
+        _ = m.judged(1, .wrongToken)
+        #expect(!m.isSettled, "the failure's answer waits for the delay")
+        #expect(m.received(2).isEmpty)
+        _ = m.delayEnded(1)  // and judges 2, at once
+        _ = m.judged(2, .answered)
+        #expect(m.isSettled)
+        for attempt in 3...(Machine.maxFailures + 1) {
+            _ = m.received(attempt)
+            _ = m.judged(attempt, .wrongToken)
+            _ = m.delayEnded(attempt)
+        }
+        #expect(!m.isSettled, "closing after the last allowed failure")
+    }
 }

@@ -6,6 +6,8 @@
 /// answered only after a delay, and attempts that come meanwhile wait behind it, so a
 /// guesser gets one answer per delay per connection; at most `maxQueued` may wait,
 /// more are refused at once. After `maxFailures` wrong tokens the connection is closed.
+/// While an attempt is unanswered the connection's later calls wait (`isSettled`), so
+/// they are judged as the connection will then be, not as it is before the answer.
 /// A success does not empty the queue: the attempts behind it are judged in turn and
 /// answered that the connection is already authenticated.
 ///
@@ -42,6 +44,10 @@ struct AuthenticationMachine<Attempt> {
     private var delaying = false
 
     var waiting: Int { queue.count }
+
+    /// No attempt waits or is being delayed, and the connection is not being closed for
+    /// its failures: its other calls, held while an attempt was unanswered, may run.
+    var isSettled: Bool { queue.isEmpty && !delaying && failures < Self.maxFailures }
 
     /// An `auth` call arrived.
     mutating func received(_ attempt: Attempt) -> [Action] {

@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import JSON
 import JSONRPC
+import WebSocket
 
 extension Server {
     /// Who a new connection acts for before any `auth`: a Unix-socket peer by its uid
@@ -16,26 +17,56 @@ extension Server {
         return uid == UInt32(geteuid()) ? table.owner : nil
     }
 
-    /// Marks `conn` as waiting for `auth`, and closes it if that does not come in time.
+    /// Marks `conn` (not started yet) as waiting for `auth`: its messages are small
+    /// until then, and it is closed if that does not come in time.
     func awaitAuthentication(_ conn: RPCConnection) {
-        let pending = PendingAuthentication()
+        let pending = PendingAuthentication(source: AuthThrottle.source(peerDescription: conn.peerDescription,
+                                                                        peerUID: conn.stream.peerUID))
         conn.context = pending
+        conn.restrictMessages(to: PendingAuthentication.messageBytes)
+        (conn.stream as? WebSocketStream)?.limitMessages(to: PendingAuthentication.messageBytes)
         guard let deadline = try? EventLoop.Timer(loop: loop) else { return }
         pending.keep(deadline)
         deadline.start(timeout: UInt64(config.authTimeout * 1000)) { [weak conn, weak pending, unowned self] in
             pending?.forget(deadline)
             guard let conn, conn.context is PendingAuthentication else { return }
-            logger.notice("closing \(conn.peerDescription): not authenticated within \(config.authTimeout) s")
+            // Closed now, whether or not the client reads: waiting for its replies to
+            // drain would let a client that never reads keep its slot as long as it
+            // liked (and over TLS or WebSocket, before the handshake, nothing drains).
             let err = ServiceError.authTimedOut(after: config.authTimeout)
             conn.send(["jsonrpc": "2.0", "error": err.json, "id": .null])
-            conn.closeAfterFlush()
+            conn.closeNow(reason: "not authenticated within \(config.authTimeout) s")
         }
     }
 
-    /// The dispatcher's gate: an unauthenticated connection may only `auth` or discover.
+    /// The dispatcher's gate: an unauthenticated connection may only `auth`, and
+    /// discover a few times, within its allowance of calls.
     func admit(_ call: RPCCall) throws {
         guard !(call.peer.context is ClientSession) else { return }
-        guard call.method == "auth" || call.method == "rpc.discover" else {
+        if let pending = call.peer.context as? PendingAuthentication {
+            pending.callsLeft -= 1
+            if pending.callsLeft < 0 {
+                let error = ServiceError.limitExceeded(
+                    "callsBeforeAuth", max: PendingAuthentication.calls,
+                    "More than \(PendingAuthentication.calls) calls before auth; the connection is closed")
+                if let conn = call.peer as? RPCConnection {
+                    conn.send(["jsonrpc": "2.0", "error": error.json, "id": .null])
+                    conn.closeNow(reason: "\(PendingAuthentication.calls) calls before auth")
+                }
+                throw error
+            }
+        }
+        switch call.method {
+        case "auth":
+            return
+        case "rpc.discover":
+            guard let pending = call.peer.context as? PendingAuthentication, pending.discoverAnswersLeft > 0 else {
+                throw ServiceError.limitExceeded(
+                    "discoverBeforeAuth", max: PendingAuthentication.discoverAnswers,
+                    "rpc.discover is answered \(PendingAuthentication.discoverAnswers) times before auth; authenticate first")
+            }
+            pending.discoverAnswersLeft -= 1
+        default:
             throw ServiceError.authenticateFirst
         }
     }
@@ -63,6 +94,10 @@ extension Server {
                 throw RPCError.internalError("the connection has no authentication state")
             }
             perform(pending.machine.received((call, token)), for: pending)
+            // Answered after the failure delay: the calls after it wait for that answer,
+            // so that they are judged as the connection then is (a right token queued
+            // behind a wrong one authenticates it for them).
+            if !call.isAnswered { (call.peer as? RPCConnection)?.holdCalls() }
             return .deferred
         }
     }
@@ -99,13 +134,26 @@ extension Server {
             call.fail(alreadyAuthenticated(s))
             return .answered
         }
+        guard let pendingState = pending(conn) else {
+            call.fail(.internalError("the connection has no authentication state"))
+            return .answered
+        }
+        // Before the comparison, so that a spent budget tells nothing about the token.
+        // Logged at debug level only: the wrong tokens that spent it were logged, and
+        // a refusal costs the client nothing, so it could fill the log.
+        if case .refuse(let limit, let retryAfter) = authThrottle.check(source: pendingState.source, now: clock.now()) {
+            logger.debug("auth from \(conn.peerDescription) not tried: \(limit.rawValue) spent for \(Int(retryAfter.rounded(.up))) s")
+            call.fail(authThrottled(limit, retryAfter: retryAfter))
+            return .answered
+        }
         let digest = TokenDigest.sha256(attempt.token)
         // Every digest is compared, so the time taken does not say which one matched.
         var match: Principal?
         for entry in principalTable.tokens where TokenDigest.equal(entry.digest, digest) { match = entry.principal }
         guard let p = match else {
             authFailures += 1
-            logger.warning("failed auth from \(conn.peerDescription) (\((pending(conn)?.machine.failures ?? 0) + 1) on this connection, \(authFailures) in all)")
+            authThrottle.failed(source: pendingState.source, now: clock.now())
+            logger.warning("failed auth from \(conn.peerDescription) (\(pendingState.machine.failures + 1) on this connection, \(authFailures) in all)")
             return .wrongToken
         }
         do {
@@ -114,8 +162,10 @@ extension Server {
             call.fail(error)
             return .answered
         }
-        if let pending = pending(conn) { endPending(pending, of: conn) }
+        endPending(pendingState, of: conn)
         conn.context = ClientSession(connection: conn, principal: p)
+        conn.liftMessageRestriction()
+        (conn.stream as? WebSocketStream)?.limitMessages(to: config.connection.maxMessageBytes)
         logger.info("\(conn.peerDescription) authenticated as '\(p.name)'")
         call.reply(["principal": .string(p.name), "admin": .bool(p.isAdmin)])
         return .answered
@@ -131,9 +181,10 @@ extension Server {
         pending.keep(timer)
         let conn = attempt.call.peer as? RPCConnection
         timer.start(timeout: UInt64(config.authFailureDelay * 1000)) { [weak pending, weak conn, unowned self] in
-            guard let pending, conn != nil else { return }
+            guard let pending, let conn else { return }
             pending.forget(timer)
             perform(pending.machine.delayEnded(attempt), for: pending)
+            if pending.machine.isSettled { conn.releaseCalls() }
         }
     }
 
@@ -149,6 +200,13 @@ extension Server {
 
     private func alreadyAuthenticated(_ s: ClientSession) -> RPCError {
         ServiceError.alreadyAuthenticated(as: s.principal.name)
+    }
+
+    /// An attempt refused unjudged: the throttle's `limit` is spent (`AuthThrottle`).
+    private func authThrottled(_ limit: AuthThrottle.Limit, retryAfter: Double) -> RPCError {
+        let max = limit == .perSource ? authThrottle.budget.perSource : authThrottle.budget.total
+        return ServiceError.authThrottled(limit.rawValue, max: max, perSource: limit == .perSource,
+                                          retryAfter: Int(retryAfter.rounded(.up)))
     }
 
     private var authFailed: RPCError { ServiceError.unknownToken(maxFailures: PendingAuthentication.Machine.maxFailures) }

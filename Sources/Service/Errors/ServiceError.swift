@@ -80,6 +80,14 @@ enum ServiceError {
         .app(.limitExceeded, message, ["limit": .string(limit), "max": .int(Int64(max))])
     }
 
+    /// Too many wrong tokens from the caller's source, or in all, this minute: the
+    /// token was not compared (`AuthThrottle`); `data.retryAfter` is when it would be.
+    static func authThrottled(_ limit: String, max: Int, perSource: Bool, retryAfter seconds: Int) -> RPCError {
+        .app(.limitExceeded,
+             "Too many wrong tokens \(perSource ? "from this address" : "in all") (\(max) a minute); the token was not tried, try again in \(seconds) s",
+             ["limit": .string(limit), "max": .int(Int64(max)), "retryAfter": .int(Int64(seconds))])
+    }
+
     // MARK: unauthenticated
 
     static var authenticateFirst: RPCError {

@@ -109,4 +109,11 @@ final class OperationsConnection {
     }
 
     static func reason(_ status: Int) -> String { HTTPStatus.phrase(for: status) }
+
+    /// What a client past the listener's connection limit gets before it is closed.
+    static let busyResponse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        + "Content-Length: 28\r\nRetry-After: 1\r\nConnection: close\r\n\r\ntoo many clients; try again\n"
+
+    /// The client, for logs and for counting its wrong tokens.
+    var peerDescription: String { stream.peerDescription }
 }

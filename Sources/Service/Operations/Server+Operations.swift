@@ -50,6 +50,14 @@ extension Server {
 
     private func operationsAccepted(_ result: Result<EventLoop.Stream, UVError>) {
         guard case .success(let stream) = result else { return }
+        guard operationsConnections.count < config.httpMaxConnections else {
+            // Closed at once, not held to read a request: every client held costs a
+            // descriptor, and the JSON-RPC listeners need theirs.
+            logger.warning("refusing operations client \(stream.peerDescription): \(config.httpMaxConnections) clients already")
+            stream.write(Array(OperationsConnection.busyResponse.utf8))
+            stream.close()
+            return
+        }
         stream.setKeepAlive(idleSeconds: config.tcpKeepalive)  // its /rpc is a client connection
         let id = nextConnectionID
         nextConnectionID += 1
@@ -58,7 +66,7 @@ extension Server {
         c.onClose = { [unowned self] c in operationsConnections[c.id] = nil }
         c.start { [unowned self, unowned c] head in
             if let refusal = misdirected(head) { return refusal }
-            return head.path == "/rpc" ? upgradeToRPC(c, head) : respond(to: head)
+            return head.path == "/rpc" ? upgradeToRPC(c, head) : respond(to: head, from: c.peerDescription)
         }
     }
 
@@ -96,8 +104,9 @@ extension Server {
     /// has begun.
     var isReady: Bool { !listeners.isEmpty && shutdownMachine.phase == .serving }
 
-    /// The answer to one request of the operations listener.
-    func respond(to head: HTTPRequestHead) -> OperationsConnection.Response {
+    /// The answer to one request of the operations listener, from the client at `peer`
+    /// (`Stream.peerDescription`; its wrong bearer tokens count against it).
+    func respond(to head: HTTPRequestHead, from peer: String) -> OperationsConnection.Response {
         let text = { (s: String) in Array(s.utf8) }
         let path = head.path
         guard path == "/healthz" || path == "/readyz" || path == "/metrics" || DashboardPage.file(path) != nil else {
@@ -113,11 +122,11 @@ extension Server {
             return isReady ? .init(status: 200, body: text("ready\n"))
                 : .init(status: 503, body: text(shutdownMachine.phase == .serving ? "not listening yet\n" : "draining\n"))
         case "/metrics":
-            if let refusal = checkBearer(head, admin: true) { return refusal }
+            if let refusal = checkBearer(head, admin: true, from: peer) { return refusal }
             return .init(status: 200, body: metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         default:
             if case .tcp(let host, _) = config.httpListen, !ListenAddress.isLoopback(host),
-               let refusal = checkBearer(head, admin: false) { return refusal }
+               let refusal = checkBearer(head, admin: false, from: peer) { return refusal }
             return dashboardResponse(path)
         }
     }
@@ -125,8 +134,9 @@ extension Server {
     /// With principals holding tokens, `/metrics` needs an admin's token as a bearer
     /// token (`admin`), and the dashboard's files on a non-loopback listener any
     /// principal's: 401 without one or with a wrong one, 403 for a non-admin's where an
-    /// admin is needed.
-    private func checkBearer(_ head: HTTPRequestHead, admin: Bool) -> OperationsConnection.Response? {
+    /// admin is needed; 429 when the client's source, or the server, has had too many
+    /// wrong tokens (`AuthThrottle`, shared with `auth`).
+    private func checkBearer(_ head: HTTPRequestHead, admin: Bool, from peer: String) -> OperationsConnection.Response? {
         guard !principalTable.tokens.isEmpty else { return nil }
         let challenge = [("WWW-Authenticate", "Bearer realm=\"xhrpc\"")]
         guard let value = head.header("authorization"), value.lowercased().hasPrefix("bearer ") else {
@@ -134,12 +144,19 @@ extension Server {
             return .init(status: 401, body: Array("\(who) token is needed: Authorization: Bearer TOKEN\n".utf8),
                          extraHeaders: challenge)
         }
+        let source = AuthThrottle.source(peerDescription: peer, peerUID: nil)
+        if case .refuse(let limit, let retryAfter) = authThrottle.check(source: source, now: clock.now()) {
+            let seconds = Int(retryAfter.rounded(.up))
+            return .init(status: 429, body: Array("too many wrong tokens (\(limit.rawValue)); the token was not tried\n".utf8),
+                         extraHeaders: [("Retry-After", "\(seconds)")])
+        }
         let digest = TokenDigest.sha256(String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         // Every digest is compared, so the time taken does not say which one matched.
         var match: Principal?
         for entry in principalTable.tokens where TokenDigest.equal(entry.digest, digest) { match = entry.principal }
         guard let p = match else {
             authFailures += 1
+            authThrottle.failed(source: source, now: clock.now())
             return .init(status: 401, body: Array("wrong token\n".utf8), extraHeaders: challenge)
         }
         guard p.isAdmin || !admin else { return .init(status: 403, body: Array("principal '\(p.name)' is not an admin\n".utf8)) }

@@ -34,6 +34,10 @@ public final class Server {
     /// Failed `auth` attempts since start, and what connections that never authenticated
     /// sent and received, for an admin's `server.stats`.
     var authFailures: UInt64 = 0
+    /// Wrong tokens per source and in all (`auth` and the operations listener's bearer
+    /// tokens): past its budget a token is refused without being compared.
+    lazy var authThrottle = AuthThrottle(budget: .init(perSource: config.authFailuresPerSource,
+                                                       total: config.authFailuresTotal))
     var anonymousUsage = Principal.Usage()
     /// Loads and saves the principals' persistent cookies (`--state-dir`).
     let cookies: CookiePersistence

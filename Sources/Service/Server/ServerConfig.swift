@@ -39,6 +39,11 @@ public struct ServerConfig: Sendable {
     /// Seconds before a failed `auth` is answered; the next attempt on that connection
     /// waits for the answer.
     public var authFailureDelay: Double = 1
+    /// Wrong tokens judged per minute from one source (an IPv4 address, an IPv6 /64, a
+    /// Unix peer's uid), and from all together (`--auth-failures-per-source`,
+    /// `--auth-failures-total`); past them tokens are refused untried (`AuthThrottle`).
+    public var authFailuresPerSource = Settings.authFailuresPerSource.fallback
+    public var authFailuresTotal = Settings.authFailuresTotal.fallback
     /// `sendWithFile` reads only below this directory; nil refuses it.
     public var uploadRoot: String?
     /// `download` writes only below this directory; nil refuses it.
@@ -83,6 +88,10 @@ public struct ServerConfig: Sendable {
     /// Milliseconds a client of the operations listener has from connecting to closing:
     /// to send its request head and read the answer.
     public var httpTimeoutMs: UInt64 = 5000
+    /// Clients the operations listener holds at once (`--http-max-connections`); more are
+    /// answered 503 and closed at once, so they cannot take the descriptors every
+    /// listener needs. Its `/rpc` clients count under `maxConnections` once upgraded.
+    public var httpMaxConnections = Settings.httpMaxConnections.fallback
     /// The time the two TTLs are measured with; tests replace it.
     public var clock = ServerClock.monotonic
     /// Engine settings. The egress policy is always set here, so a server never runs

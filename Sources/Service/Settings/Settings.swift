@@ -159,7 +159,18 @@ public enum Settings {
     public static let authTimeout = Setting<Double>(
         flag: "auth-timeout", key: "authTimeout", valueName: "seconds", default: 10,
         bounds: .seconds(max: 3600, maxText: "3600 (an hour)"),
-        "Seconds a TCP client has to call auth before its connection is closed")
+        "Seconds a TCP client has to call auth before its connection is closed, whatever it is doing")
+
+    public static let authFailuresPerSource = Setting<Int>(
+        flag: "auth-failures-per-source", key: "authFailuresPerSource", valueName: "n", default: 20, bounds: .positive,
+        "Wrong tokens (auth, and bearer tokens of the operations listener) judged per minute from one source: an IPv4 "
+            + "address, an IPv6 /64, a Unix peer's uid. Past it that source's tokens, right or wrong, are answered "
+            + "limit_exceeded untried, with data.retryAfter")
+
+    public static let authFailuresTotal = Setting<Int>(
+        flag: "auth-failures-total", key: "authFailuresTotal", valueName: "n", default: 200, bounds: .positive,
+        "Wrong tokens judged per minute from all sources together; past it every token is answered limit_exceeded "
+            + "untried until the budget drains")
 
     public static let insecureTCP = Setting<Bool>(
         flag: "insecure-tcp", key: "insecureTCP", valueName: nil, default: false, note: "TCP needs principals with tokens",
@@ -202,6 +213,13 @@ public enum Settings {
             + "open to local processes; another address needs principals with tokens in the config file, and /metrics "
             + "then asks for an admin's token as Authorization: Bearer")
 
+    public static let httpMaxConnections = Setting<Int>(
+        flag: "http-max-connections", key: "httpMaxConnections", valueName: "n", default: 64, bounds: .positive,
+        see: "../operations/operations-listener.md",
+        "Clients the operations listener (--http-listen) holds at once; more are answered 503 and closed at once (one "
+            + "that already sent its request may see a reset), so they cannot use up the descriptors the other listeners "
+            + "need. A /rpc client counts under --max-connections once upgraded")
+
     public static let socketMode = Setting<String>(
         flag: "socket-mode", key: "socketMode", valueName: "mode", default: "0600",
         "Permission bits of Unix sockets, in octal (0600: the owner only)")
@@ -214,8 +232,9 @@ public enum Settings {
         uploadRoot.descriptor, downloadRoot.descriptor, socketMode.descriptor, caFile.descriptor, tlsMin.descriptor,
         certRoot.descriptor, egressProxy.descriptor, stateDir.descriptor, allow.descriptor, deny.descriptor,
         principals.descriptor, limits.descriptor, maxResponseBytes.descriptor, authTimeout.descriptor,
+        authFailuresPerSource.descriptor, authFailuresTotal.descriptor,
         insecureTCP.descriptor, allowNegotiate.descriptor, requestTTL.descriptor, detachTTL.descriptor,
-        drainSeconds.descriptor, httpListen.descriptor, redactQuery.descriptor,
+        drainSeconds.descriptor, httpListen.descriptor, httpMaxConnections.descriptor, redactQuery.descriptor,
     ]
 
     /// The config file's keys, each with its JSON type.
