@@ -148,6 +148,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         do { try machine.checkWrite() } catch { throw misuse("socket.write", error) }
         guard let stream else { throw misuse("socket.write", .init(allowed: "Open")) }
         let max = env.requestSettings.maxBufferBytes
+        guard bytes.count <= max else { throw ServiceError.writeNeverFits("maxBufferBytes", max: max, bytes.count, "--max-buffer-bytes") }
         guard stream.pendingWriteBytes + bytes.count <= max else {
             throw ServiceError.limitExceeded(
                 "maxBufferBytes", max: max,
@@ -156,6 +157,9 @@ final class RawSocket: SessionObject, BudgetWaiter {
         // The queue counts with the principal's other buffers, so many sockets to peers
         // that do not read cannot hold sockets × --max-buffer-bytes of the server.
         let budget = principal.limits.bufferedBytes
+        guard bytes.count <= budget else {
+            throw ServiceError.writeNeverFits("bufferedBytes", max: budget, bytes.count, "principal '\(principal.name)''s bufferedBytes limit")
+        }
         guard principal.bufferedBytes + bytes.count <= budget else {
             throw ServiceError.limitExceeded(
                 "bufferedBytes", max: budget,

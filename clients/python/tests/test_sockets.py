@@ -724,6 +724,22 @@ class WriteLimit(SocketCase):
             self.assertEqual(peer.sha256.hexdigest(), pattern.pattern_sha256(offset), "the bytes differ")
 
 
+    def test_a_write_larger_than_the_buffer_is_told_it_can_never_fit(self):
+        # Issue 41: one write past --max-buffer-bytes was told "Wait and write again",
+        # which can never help. It is limit_exceeded still, with data.neverFits and its size.
+        c = self.connect()
+        peer = self.peer(echo)
+        s = self.open_socket(c, "127.0.0.1", peer.port)
+        e = rpc_error(lambda: c.call("socket.write", {"socket": s.handle, "dataBase64": b64(b"z" * (MIB + 1))}))
+        self.assertEqual((e.code, e.data), (-32004, {"reason": "limit_exceeded", "limit": "maxBufferBytes", "max": MIB,
+                                                      "bytes": MIB + 1, "neverFits": True}))
+        self.assertEqual(e.message, "A write of %d bytes can never fit: at most %d bytes can be queued "
+                                    "(--max-buffer-bytes). Split it into writes of at most %d bytes." % (MIB + 1, MIB, MIB))
+        # A write of exactly the limit fits, and nothing of the refused one was queued.
+        self.assertEqual(s.write(b"w" * MIB), MIB)
+        self.assertEqual(s.read_exactly(MIB, timeout=30), b"w" * MIB)
+
+
 # ---------------------------------------------------------------------------
 # TLS.
 
