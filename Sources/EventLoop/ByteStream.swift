@@ -22,6 +22,11 @@ public protocol ByteStream: AnyObject {
     func writeLine(_ bytes: UnsafeRawBufferPointer)
     /// Bytes accepted by `write` and not yet handed to the kernel; 0 once closed.
     var pendingWriteBytes: Int { get }
+    /// Whether each `.data` read is one whole message of the peer's and nothing else
+    /// (`WebSocketStream`: one text frame's payload): the owner then reads each alone,
+    /// so a message cut short is an error of its own and never joined to the next.
+    /// Byte streams (TCP, Unix-domain, TLS) say no: their reads fall anywhere.
+    var deliversMessages: Bool { get }
     /// Runs when `pendingWriteBytes` falls back to 0 after having been above 0.
     var onDrain: (() -> Void)? { get set }
     /// Runs once when a write fails; the stream accepts no more writes.
@@ -68,6 +73,9 @@ extension ByteStream {
 
     /// Closes the stream without waiting for the close to finish.
     public func close() { close(nil) }
+
+    /// Byte streams: a read ends wherever the kernel or TLS cut it.
+    public var deliversMessages: Bool { false }
 
     /// Streams that cannot tell say no: their end of input arrives as a read.
     public var peerHasClosed: Bool { false }
