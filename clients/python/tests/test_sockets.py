@@ -195,6 +195,28 @@ class Echo(SocketCase):
         self.assertFalse(s.closed)
         self.assertEqual(peer.snapshot()["received"], len(data))
 
+    def test_a_lone_surrogate_in_data_is_refused_and_nothing_is_written(self):
+        # Issue 41: "\ud800" went out as EF BF BD. It is a parse error (-32700) now, so the
+        # call never runs; a surrogate pair is its one character's four bytes.
+        c = self.connect()
+        peer = self.peer(echo)
+        h = self.create_connect(c, "127.0.0.1", peer.port)
+        self.assertEvent(c, h, "socket.onOpen", {"socket": h})
+        for data in (b'"\\ud800"', b'"x\\udc00y"', b'"\\ud800\\u0041"'):
+            c.send_raw(b'{"jsonrpc":"2.0","method":"socket.write","params":{"socket":"' + h.encode()
+                       + b'","data":' + data + b'},"id":"w"}\n')
+            got = c.read_message(10)
+            self.assertEqual((got["id"], got["error"]["code"], got["error"]["data"]["detail"]),
+                             (None, -32700, "lexical error: unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF "
+                                            "without its pair) in string."), data)
+        c.send_raw(b'{"jsonrpc":"2.0","method":"socket.write","params":{"socket":"' + h.encode()
+                   + b'","data":"ok\\ud83d\\ude00"},"id":"w"}\n')
+        self.assertEqual(c.read_message(10), {"jsonrpc": "2.0", "result": {"bytes": 6}, "id": "w"})
+        self.assertEvent(c, h, "socket.onRead", {"socket": h, "available": 6})
+        self.assertEqual(c.call("socket.read", {"socket": h}),
+                         {"data": b64(b"ok\xf0\x9f\x98\x80"), "encoding": "base64", "bytes": 6, "closed": False})
+        self.assertEqual(peer.snapshot()["received"], 6)
+
     def test_utf8_text_both_ways(self):
         c = self.connect()
         peer = self.peer(echo)
