@@ -14,6 +14,13 @@ public protocol ByteStream: AnyObject {
     func startReading(_ onRead: @escaping (Stream.ReadEvent) -> Void) throws
     /// Stops delivering reads until `startReading` is called again (back-pressure).
     func stopReading()
+    /// The most bytes one `.data` read delivers (treated as at least 1); `Int.max`, the
+    /// default, leaves the size to the stream. An owner that buffers what it reads up to
+    /// a limit keeps this at the room left, so that no read takes it past the limit
+    /// (`RawSocket`): the bytes beyond wait in the kernel, or, over TLS, in OpenSSL's
+    /// buffer. Changing it takes effect from the next read. Streams that deliver whole
+    /// messages (`deliversMessages`) cannot cut them and ignore it.
+    var maxReadBytes: Int { get set }
     /// Queues `bytes` for writing, in call order; ignored after close or a write error.
     func write(_ bytes: UnsafeRawBufferPointer)
     /// Queues `bytes` and a newline after them: one whole line, which a stream framed by
@@ -76,6 +83,12 @@ extension ByteStream {
 
     /// Byte streams: a read ends wherever the kernel or TLS cut it.
     public var deliversMessages: Bool { false }
+
+    /// Streams that do not size their reads: reads are what they are.
+    public var maxReadBytes: Int {
+        get { Int.max }
+        set {}
+    }
 
     /// Streams that cannot tell say no: their end of input arrives as a read.
     public var peerHasClosed: Bool { false }

@@ -178,6 +178,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
     func read(maxBytes: Int, encoding: BodyEncoding, into result: inout JSONObjectWriter) throws(RPCError) {
         _ = try inbound.read(maxBytes: maxBytes, encoding: encoding, complete: inputEnded, refilling: readingPaused,
                              into: &result)
+        if !readingPaused { sizeReads() }
         budgetFreed()
         result.add(RawSocket.closedKey, .bool(inputEnded && inbound.isEmpty))
     }
@@ -251,6 +252,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
 
     private func startReading() {
         guard let stream, !inputEnded else { return }
+        sizeReads()
         do {
             try stream.startReading { [weak self] event in
                 guard let self else { return }
@@ -275,8 +277,19 @@ final class RawSocket: SessionObject, BudgetWaiter {
             readingPaused = true
             stream?.stopReading()
             if principal.budgetExhausted { principal.waitForBudget(self) }
+        } else {
+            sizeReads()
         }
         if wasEmpty { notify("socket.onRead", ["socket": .string(handle), "available": .int(Int64(inbound.count))]) }
+    }
+
+    /// Keeps the stream's reads within the room left in the inbound buffer, so that it
+    /// never holds more than --max-buffer-bytes: reading pauses exactly at the limit
+    /// instead of one read (up to 64 KiB; over TLS up to a record's plaintext) past it.
+    /// The connector's early bytes (`connected`) were read before the socket had a
+    /// buffer and are taken as they are: a proxy's reply head holds few, if any.
+    private func sizeReads() {
+        stream?.maxReadBytes = max(1, env.requestSettings.maxBufferBytes - inbound.count)
     }
 
     /// Resumes reading once both this socket's buffer and its principal's have room.

@@ -762,6 +762,58 @@ class WriteLimit(SocketCase):
         self.assertEqual(s.read_exactly(MIB, timeout=30), b"w" * MIB)
 
 
+class ReadLimit(SocketCase):
+    """Issue 41: the bytes a socket holds unread stay within --max-buffer-bytes, over TCP
+    and TLS alike: reads are sized to the room left, so reading pauses exactly at the
+    limit (it passed it by up to one 64 KiB read, over TLS by part of a record)."""
+
+    LIMIT = 1000
+    SIZE = 100_000
+    certs = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cert_dir = tempfile.mkdtemp(prefix="xhrpc-sockets-certs-", dir="/tmp")
+        cls.addClassCleanup(shutil.rmtree, cls.cert_dir, True)
+        cls.certs = certs.make_all(cls.cert_dir)
+        super().setUpClass()
+
+    @classmethod
+    def server_args(cls):
+        return ("--ca-file", cls.certs["ca"], "--max-buffer-bytes", str(cls.LIMIT))
+
+    def available(self, c, h):
+        (entry,) = [e for e in c.call("list") if e.get("socket") == h]
+        return entry["available"]
+
+    def assertHeldAtTheLimitThenAllRead(self, c, s):
+        # The peer sends far more than the limit at once; once the socket holds the limit
+        # it has stopped reading, and holds no more however long it waits.
+        held = poll_until(lambda: (lambda n: n if n >= self.LIMIT else None)(self.available(c, s.handle)), 10,
+                          "the socket fills its buffer")
+        self.assertEqual(held, self.LIMIT)
+        digest = hashlib.sha256()
+        total = 0
+        for _ in range(self.SIZE):  # bounded: at least one byte a step
+            if total == self.SIZE:
+                break
+            chunk = s.read_exactly(min(self.LIMIT, self.SIZE - total), timeout=10)
+            self.assertLessEqual(self.available(c, s.handle), self.LIMIT)
+            digest.update(chunk)
+            total += len(chunk)
+        self.assertEqual(digest.hexdigest(), pattern.pattern_sha256(self.SIZE), "the stream differs")
+
+    def test_tcp_holds_at_most_the_limit(self):
+        c = self.connect()
+        peer = self.peer(send_then_close(self.SIZE))
+        self.assertHeldAtTheLimitThenAllRead(c, self.open_socket(c, "127.0.0.1", peer.port))
+
+    def test_tls_holds_at_most_the_limit(self):
+        c = self.connect()
+        peer = self.peer(send_then_close(self.SIZE), context=tls_context(self.certs["good_cert"], self.certs["good_key"]))
+        self.assertHeldAtTheLimitThenAllRead(c, self.open_socket(c, "127.0.0.1", peer.port, ssl=True))
+
+
 # ---------------------------------------------------------------------------
 # TLS.
 
