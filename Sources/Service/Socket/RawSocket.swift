@@ -121,7 +121,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         }
         let seconds = timeout.flatMap { $0 > 0 ? $0 : nil } ?? Self.defaultConnectTimeout
         let destination = SocketDestination(
-            host: host, port: port, tls: ssl, verifyPeer: verifyPeer, verifyHost: verifyHost,
+            host: Self.dialHost(host), port: port, tls: ssl, verifyPeer: verifyPeer, verifyHost: verifyHost,
             timeoutMs: UInt64(seconds * 1000), proxy: principal.secureCommunication ? env.egressProxy : nil)
         let c: SocketConnector
         do {
@@ -141,6 +141,15 @@ final class RawSocket: SessionObject, BudgetWaiter {
         connectAt = env.clock.now()
         connector = c
         c.start { [weak self] result in self?.connected(result) }
+    }
+
+    /// The host to look up, connect to and verify: an IPv4 literal as the address the
+    /// host rules judged it to be, in dotted decimal (`127.0.0.1.` and `0x7f.1` are
+    /// 127.0.0.1; the resolver took the first for a name to look up), anything else as
+    /// given. `host` itself stays as the client wrote it, for `list`.
+    static func dialHost(_ host: String) -> String {
+        guard case .v4(let address)? = IPAddress.parseLiteral(host) else { return host }
+        return IPAddress.v4(address).description
     }
 
     /// Queues `bytes` for the peer; returns how many. Refused past the outbound bound.

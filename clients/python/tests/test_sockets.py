@@ -217,6 +217,19 @@ class Echo(SocketCase):
                          {"data": b64(b"ok\xf0\x9f\x98\x80"), "encoding": "base64", "bytes": 6, "closed": False})
         self.assertEqual(peer.snapshot()["received"], 6)
 
+    def test_an_ipv4_literal_with_a_trailing_dot_is_dialled_as_its_address(self):
+        # Issue 41: the resolver took `127.0.0.1.` for a name (and failed); it is the
+        # address the host rules judged. `list` shows the host as given.
+        c = self.connect()
+        peer = self.peer(echo)
+        for host in ("127.0.0.1.", "127.1."):
+            with self.subTest(host=host):
+                s = self.open_socket(c, host, peer.port)
+                self.assertEqual(s.write(b"dotted"), 6)
+                self.assertEqual(s.read_exactly(6, timeout=10), b"dotted")
+                (entry,) = [e for e in c.call("list") if e.get("socket") == s.handle]
+                self.assertEqual(entry["host"], host)
+
     def test_utf8_text_both_ways(self):
         c = self.connect()
         peer = self.peer(echo)
