@@ -206,6 +206,15 @@ class NoBodyForGetOrHead(BodyCase):
                                   record.values("Transfer-Encoding"), record.values("Content-Type")),
                                  (method, b"", [], [], []), (method, send, params))
 
+    def test_fetch_drops_them_too(self):
+        for method, params in (("GET", {"body": ""}), ("HEAD", {"bodyBase64": "eA=="}), ("GET", {"body": "x"})):
+            mark = self.origin.mark()
+            got = self.c.call("fetch", dict(params, method=method, url=self.origin.url("/fetch")), timeout=30)
+            self.assertEqual(got["status"], 200)
+            (record,) = self.origin.since(mark)
+            self.assertEqual((record.method, record.body, record.values("Content-Length")), (method, b"", []),
+                             (method, params))
+
     def test_other_methods_keep_an_empty_body(self):
         for method in ("POST", "PUT", "DELETE", "OPTIONS"):
             r = self.opened(method=method, path="/x")
