@@ -17,6 +17,13 @@ public protocol ByteStream: AnyObject {
     func startReading(_ onRead: @escaping (Stream.ReadEvent) -> Void) throws
     /// Stops delivering reads until `startReading` is called again (back-pressure).
     func stopReading()
+    /// The most bytes one `.data` read delivers (treated as at least 1); `Int.max`, the
+    /// default, leaves the size to the stream. An owner that buffers what it reads up to
+    /// a limit keeps this at the room left, so that no read takes it past the limit
+    /// (`RawSocket`): the bytes beyond wait in the kernel, or, over TLS, in OpenSSL's
+    /// buffer. Changing it takes effect from the next read. Streams that deliver whole
+    /// messages (`deliversMessages`) cannot cut them and ignore it.
+    var maxReadBytes: Int { get set }
     /// Queues `bytes` for writing, in call order; ignored after close or a write error.
     func write(_ bytes: UnsafeRawBufferPointer)
     /// Queues `bytes` and a newline after them: one whole line, which a stream framed by
@@ -25,6 +32,11 @@ public protocol ByteStream: AnyObject {
     func writeLine(_ bytes: UnsafeRawBufferPointer)
     /// Bytes accepted by `write` and not yet handed to the kernel; 0 once closed.
     var pendingWriteBytes: Int { get }
+    /// Whether each `.data` read is one whole message of the peer's and nothing else
+    /// (`WebSocketStream`: one text frame's payload): the owner then reads each alone,
+    /// so a message cut short is an error of its own and never joined to the next.
+    /// Byte streams (TCP, Unix-domain, TLS) say no: their reads fall anywhere.
+    var deliversMessages: Bool { get }
     /// Runs when `pendingWriteBytes` falls back to 0 after having been above 0.
     var onDrain: (() -> Void)? { get set }
     /// Runs once when a write fails; the stream accepts no more writes.
@@ -71,6 +83,15 @@ extension ByteStream {
 
     /// Closes the stream without waiting for the close to finish.
     public func close() { close(nil) }
+
+    /// Byte streams: a read ends wherever the kernel or TLS cut it.
+    public var deliversMessages: Bool { false }
+
+    /// Streams that do not size their reads: reads are what they are.
+    public var maxReadBytes: Int {
+        get { Int.max }
+        set {}
+    }
 
     /// Streams that cannot tell say no: their end of input arrives as a read.
     public var peerHasClosed: Bool { false }

@@ -150,6 +150,10 @@ public final class Stream: UVHandle {
 
     // MARK: Reading
 
+    /// The most bytes one read delivers (`ByteStream.maxReadBytes`): the size of the
+    /// buffer offered to libuv for the next read, at most the loop's 64 KiB.
+    public var maxReadBytes = Int.max
+
     /// Starts delivering reads to `onRead`, replacing any previous callback. Reading stops
     /// by itself after `.eof` or `.error`; the owner decides when to close. Throws if the
     /// stream is closed or libuv refuses (ENOTCONN).
@@ -161,7 +165,8 @@ public final class Stream: UVHandle {
             { handle, _, buf in
                 let me = Stream.from(handle)
                 buf!.pointee = uv_buf_t(
-                    base: me.readBuffer.assumingMemoryBound(to: CChar.self), len: Loop.readBufferSize)
+                    base: me.readBuffer.assumingMemoryBound(to: CChar.self),
+                    len: max(1, min(Loop.readBufferSize, me.maxReadBytes)))
             },
             { handle, nread, buf in
                 let me = Stream.from(handle)

@@ -96,7 +96,8 @@ extension TransferEngine {
                       case let .denied(why) = policy.checkDestination(target) {
                 reason = "the redirect to \(shown) was refused: \(why)"
             } else {
-                return .success(resolved)
+                // Judged as the address it names, as at `start`; connected to there too.
+                return .success(try URLTarget.addressingIPv4Literally(resolved.url, target) ?? resolved)
             }
         } catch {
             let why = (error as? TransferFailure)?.text ?? "\(error)"

@@ -206,13 +206,19 @@ public final class TransferEngine {
             throw TransferFailure(CURLE_BAD_FUNCTION_ARGUMENT,
                                   "This transfer was already started; make a new Transfer for each request")
         }
-        let target = try TransferEngine.validate(url: t.request.url)
+        var target = try TransferEngine.validate(url: t.request.url)
         t.origin = target
         t.startedAt = TransferEngine.monotonicSeconds()
         t.activeClock.start(at: t.startedAt)
         if let denial = startDenial(target) {
             deny(t, denial)
             return
+        }
+        // Judged as the address it names, `127.0.0.1.` is connected to at that address.
+        if let addressed = try URLTarget.addressingIPv4Literally(t.request.url, target) {
+            t.hop.url = addressed.url
+            target = addressed.target
+            t.origin = target
         }
         guard let slot = pool.popLast() ?? EasySlot() else {
             throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_easy_init failed: out of memory")

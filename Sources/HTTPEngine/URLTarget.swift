@@ -80,6 +80,35 @@ public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
         return (url, try read(u))
     }
 
+    /// Whether the host is an IPv4 literal spelt other than in dotted decimal: a loose
+    /// form (`0x7f.1`, `127.1`) or one with a trailing dot (`127.0.0.1.`). The policy
+    /// judges such a host as the address it names (`IPAddress.parseLiteral`), but
+    /// libcurl hands the spelling to the system resolver, which reads the loose forms
+    /// as `inet_aton` does and takes `127.0.0.1.` for a name to look up (DNS: it fails,
+    /// or finds some other address).
+    var isLooselySpeltIPv4: Bool {
+        guard case .v4? = literal else { return false }
+        return host != literal?.description
+    }
+
+    /// `url` with its host written as the address the policy judged, in dotted decimal,
+    /// when it is a loosely spelt IPv4 literal (`isLooselySpeltIPv4`), so that the
+    /// address connected to is the address judged, as the WHATWG URL parser writes such
+    /// a host (`http://127.0.0.1./` is `http://127.0.0.1/`); nil when the URL is fine as
+    /// it is. Throws when libcurl cannot rewrite it.
+    public static func addressingIPv4Literally(_ url: String, _ target: URLTarget) throws -> (url: String, target: URLTarget)? {
+        guard target.isLooselySpeltIPv4, let address = target.literal else { return nil }
+        let u = try makeHandle()
+        defer { curl_url_cleanup(u) }
+        guard curl_url_set(u, CURLUPART_URL, url, UInt32(CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK,
+              curl_url_set(u, CURLUPART_HOST, address.description, 0) == CURLUE_OK,
+              let rewritten = part(u, CURLUPART_URL, 0)
+        else {
+            throw TransferFailure(CURLE_URL_MALFORMAT, "Malformed URL: its host \(target.host) cannot be written as \(address)")
+        }
+        return (rewritten, try read(u))
+    }
+
     private static func makeHandle() throws -> OpaquePointer {
         guard let u = curl_url() else { throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_url failed: out of memory") }
         return u

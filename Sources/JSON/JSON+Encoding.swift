@@ -28,7 +28,7 @@ extension JSON {
 ///   hex) for the other control characters; `/`, DEL and non-ASCII text are written as
 ///   they are (Swift strings are valid UTF-8 already). The runs between escapes are
 ///   copied whole.
-/// - Integers in decimal; doubles as the shortest text that reads back as the same
+/// - Integers in decimal (a `.bigInteger` as its digits); doubles as the shortest text that reads back as the same
 ///   double (Swift's `description`: 0.1, 1e+16); NaN and the infinities are not JSON
 ///   and are written `null`.
 /// - No depth limit: the decoder bounds what comes in at 512 levels, and values the
@@ -42,6 +42,9 @@ enum JSONWriter {
             append(b ? "true" : "false", to: &out)
         case .int(let i):
             writeInteger(i, into: &out)
+        case .bigInteger(let digits):
+            var digits = digits
+            digits.withUTF8 { out.append(contentsOf: $0) }
         case .double(let d):
             guard d.isFinite else { return append("null", to: &out) }
             var text = d.description

@@ -8,7 +8,7 @@ public enum JSON {
     /// Decodes exactly one value. Whitespace around it is allowed; anything else (nothing
     /// at all, a second value, garbage) is an error, because a document with two values is
     /// not the document its sender meant. Text rules are the stream decoder's: ill-formed
-    /// UTF-8 is an error, an unpaired surrogate escape decodes to U+FFFD, and nesting is
+    /// UTF-8 is an error, so is an unpaired surrogate escape (`"\ud800"`), and nesting is
     /// limited to 512 levels.
     public static func decode(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
         let result = bytes.withContiguousStorageIfAvailable { decode(UnsafeRawBufferPointer($0)) }
@@ -24,20 +24,21 @@ public enum JSON {
     }
 
     static func decode(_ buffer: UnsafeRawBufferPointer) -> Result<JSONValue, JSONParseError> {
-        guard let repaired = SurrogateEscapeRepair.repair(buffer, final: true).repaired else {
-            return decodeRepaired(buffer)
-        }
-        return repaired.withUnsafeBytes { decodeRepaired($0) }
+        let check = SurrogateEscapeCheck.check(buffer, final: true)
+        guard let marked = check.marked else { return decodeChecked(buffer, stops: []) }
+        return marked.withUnsafeBytes { decodeChecked($0, stops: check.stops) }
     }
 
-    private static func decodeRepaired(_ buffer: UnsafeRawBufferPointer) -> Result<JSONValue, JSONParseError> {
+    /// Decodes `buffer`, in which yajl stops at each of `stops` (marked unpaired
+    /// surrogate escapes, `SurrogateEscapeCheck`).
+    private static func decodeChecked(_ buffer: UnsafeRawBufferPointer, stops: [Int]) -> Result<JSONValue, JSONParseError> {
         // Without `yajl_allow_multiple_values` yajl itself reports a second value as
         // "trailing garbage".
         let parser = YajlValueParser(allowMultipleValues: false)
         if let base = buffer.baseAddress, buffer.count > 0,
             case .failed(let consumed, let message) = parser.parse(base, count: buffer.count)
         {
-            return .failure(JSONParseError(offset: consumed, message: message))
+            return .failure(JSONParseError(offset: consumed, message: stops.contains(consumed) ? SurrogateEscapeCheck.message : message))
         }
         if case .failed(_, let message) = parser.complete() {
             return .failure(JSONParseError(offset: buffer.count, message: message))

@@ -67,10 +67,11 @@ public enum JSONStreamEvent: Equatable, Sendable {
 /// other: bytes that would put the value over it are fed at once, so `.tooLarge` comes at
 /// the same feed, and yajl's copy and `held` together stay within the limit.
 ///
-/// **Text.** Strings are checked as UTF-8 (ill-formed bytes are a parse error), and a
-/// `\u` escape of a surrogate that is not part of a pair decodes to U+FFFD (see
-/// `SurrogateEscapeRepair` for why yajl needs help there). Nesting deeper than 512 levels
-/// is a parse error.
+/// **Text.** Strings are checked as UTF-8 (ill-formed bytes are a parse error), and so
+/// is a `\u` escape of a surrogate that is not part of a pair (`"\ud800"`): it is a
+/// parse error at its first hex digit, never text changed to U+FFFD (see
+/// `SurrogateEscapeCheck` for why, and how yajl is made to stop there). Nesting deeper
+/// than 512 levels is a parse error.
 ///
 /// The decoder belongs to one connection and one thread (the event loop); it is not
 /// `Sendable`.
@@ -78,9 +79,13 @@ public final class JSONStreamDecoder {
     private var maxValueBytes: Int
     private let parser: YajlValueParser
     /// Absolute stream offset of the next byte not yet handled. Bytes held back by
-    /// `SurrogateEscapeRepair` (in `carry`) come after it.
+    /// `SurrogateEscapeCheck` (in `carry`) come after it.
     private var streamOffset = 0
     private var carry: [UInt8] = []
+    /// Absolute offsets at which yajl will stop on a marked unpaired surrogate escape
+    /// (`SurrogateEscapeCheck.Result.stops`), not yet passed: a failure at one of them
+    /// is reported with `SurrogateEscapeCheck.message`.
+    private var surrogateStops: [Int] = []
     private var state = State.betweenValues
     /// The bytes of a long open token not shown to yajl yet (see "Long tokens" above);
     /// they come right after `streamOffset`, before `carry`.
@@ -141,14 +146,15 @@ public final class JSONStreamDecoder {
         var events: [JSONStreamEvent] = []
         if case .dead = state { return events }
         if carry.isEmpty {
-            feedRepaired(bytes, &events)
+            feedChecked(bytes, &events)
         } else {
             // Rare: the previous chunk ended inside a `\u` escape.
             var combined = carry
             carry = []
             combined.append(contentsOf: bytes)
-            combined.withUnsafeBytes { feedRepaired($0, &events) }
+            combined.withUnsafeBytes { feedChecked($0, &events) }
         }
+        if !surrogateStops.isEmpty { surrogateStops.removeAll { $0 < streamOffset } }
         return events
     }
 
@@ -173,9 +179,10 @@ public final class JSONStreamDecoder {
             let tail = carry
             carry = []
             tail.withUnsafeBytes { raw in
-                let repair = SurrogateEscapeRepair.repair(raw, final: true)
-                if let repaired = repair.repaired {
-                    repaired.withUnsafeBytes { process($0, &events) }
+                let check = SurrogateEscapeCheck.check(raw, final: true)
+                if let marked = check.marked {
+                    surrogateStops += check.stops.map { streamOffset + $0 }
+                    marked.withUnsafeBytes { process($0, &events) }
                 } else {
                     process(raw, &events)
                 }
@@ -198,21 +205,25 @@ public final class JSONStreamDecoder {
         if case .dead = state { return events }
         parser.reset()
         streamOffset = 0
+        surrogateStops = []
         state = .betweenValues
         tokens.restart()
         return events
     }
 
-    /// Repairs surrogate escapes, processes what is settled and keeps the rest in `carry`.
-    private func feedRepaired(_ bytes: UnsafeRawBufferPointer, _ events: inout [JSONStreamEvent]) {
-        let repair = SurrogateEscapeRepair.repair(bytes, final: false)
-        let usable = bytes.count - repair.heldBack
-        if let repaired = repair.repaired {
-            repaired.withUnsafeBytes { feedTokens(UnsafeRawBufferPointer(rebasing: $0[..<usable]), &events) }
+    /// Marks unpaired surrogate escapes, processes what is settled and keeps the rest in
+    /// `carry`. `bytes` start after the held bytes of a long token (`held`).
+    private func feedChecked(_ bytes: UnsafeRawBufferPointer, _ events: inout [JSONStreamEvent]) {
+        let check = SurrogateEscapeCheck.check(bytes, final: false)
+        let usable = bytes.count - check.heldBack
+        if let marked = check.marked {
+            let origin = streamOffset + held.count
+            surrogateStops += check.stops.map { origin + $0 }
+            marked.withUnsafeBytes { feedTokens(UnsafeRawBufferPointer(rebasing: $0[..<usable]), &events) }
         } else {
             feedTokens(UnsafeRawBufferPointer(rebasing: bytes[..<usable]), &events)
         }
-        if repair.heldBack > 0, !isDead { carry = Array(bytes[usable...]) }
+        if check.heldBack > 0, !isDead { carry = Array(bytes[usable...]) }
     }
 
     /// Shows yajl `bytes` (which come right after `held`), unless they continue a long open
@@ -326,7 +337,8 @@ public final class JSONStreamDecoder {
                     p = end
                 case .failed(let consumed, let message):
                     let at = p + consumed
-                    events.append(.error(JSONParseError(offset: origin + at, message: message)))
+                    let why = surrogateStops.contains(origin + at) ? SurrogateEscapeCheck.message : message
+                    events.append(.error(JSONParseError(offset: origin + at, message: why)))
                     parser.reset()
                     if consumed > 0 && buffer[at - 1] == 0x0A {
                         state = .betweenValues  // the byte yajl failed on was the newline
@@ -345,6 +357,7 @@ public final class JSONStreamDecoder {
         parser.reset()
         carry = []
         held = []
+        surrogateStops = []
     }
 
     /// The first byte at or after `from` (before `to`) that yajl does not treat as

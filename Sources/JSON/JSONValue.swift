@@ -1,10 +1,17 @@
-/// A JSON value as the wire carries it. Integers that fit in 64 bits stay exact
-/// (`.int`); every other number is a `.double`. Objects keep their members in the order
-/// they were written, so what the server writes reads as the code built it.
+/// A JSON value as the wire carries it. Integers stay exact: those that fit in 64 bits
+/// as `.int`, larger ones as their digits (`.bigInteger`); every other number is a
+/// `.double`. Objects keep their members in the order they were written, so what the
+/// server writes reads as the code built it.
 public enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     case int(Int64)
+    /// An integer literal outside Int64's range (`18446744073709551616`, `-1` followed
+    /// by twenty zeros), kept as the text it came as: an optional `-` and decimal digits
+    /// without leading zeros, as JSON's grammar has them. It is written back exactly so
+    /// (a request id past 2^63 is echoed as sent, JSON-RPC 2.0 §5); read as a number
+    /// it is the nearest double (`doubleValue`).
+    case bigInteger(String)
     case double(Double)
     case string(String)
     case array([JSONValue])
@@ -120,6 +127,7 @@ extension JSONValue {
     public var doubleValue: Double? {
         switch self {
         case .int(let i): return Double(i)
+        case .bigInteger(let digits): return Double(digits)
         case .double(let d): return d
         default: return nil
         }

@@ -23,7 +23,7 @@ import Darwin
 /// one read never is), from its first byte, and then every byte of it once. Following
 /// costs little: strings are found with `memchr` for their quotes (a quote ends a string
 /// unless an odd run of backslashes comes right before it; no run is cut between feeds,
-/// since `SurrogateEscapeRepair` holds a trailing odd run back), and a number can only
+/// since `SurrogateEscapeCheck` holds a trailing odd run back), and a number can only
 /// be open at the very end, so the run of number bytes there is looked at backwards.
 /// This is exact for input yajl accepts (outside strings yajl accepts no backslash), and
 /// a token is held back only after yajl has taken `JSONStreamDecoder.holdTokensFrom`

@@ -224,11 +224,16 @@ final class YajlValueParser {
     }
 
     /// yajl hands numbers over as raw text (the `yajl_number` callback); an integer
-    /// literal that fits in 64 bits stays exact, anything else becomes a double the way
-    /// `strtod` would read it (so `1e999` is infinity, as `strtod` gives `HUGE_VAL`).
+    /// literal stays exact (in 64 bits, or as its digits when it does not fit), anything
+    /// else becomes a double the way `strtod` would read it (so `1e999` is infinity, as
+    /// `strtod` gives `HUGE_VAL`).
     fileprivate func number(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         let raw = UnsafeRawBufferPointer(start: bytes, count: count)
-        if let i = Self.int64(raw) { return add(.int(i)) }
+        switch Self.int64(raw) {
+        case .fits(let i): return add(.int(i))
+        case .tooLarge: return add(.bigInteger(String(decoding: raw, as: UTF8.self)))
+        case .notInteger: break
+        }
         guard let d = Double(String(decoding: raw, as: UTF8.self)) else {
             // yajl has checked the grammar already, so this is not expected.
             return cancel("lexical error: malformed number.")
@@ -354,7 +359,7 @@ final class YajlValueParser {
     /// repaired, and the check costs nothing beyond the decoding. (`String(validating:)`
     /// would say so directly, but it runs unspecialised generic code here: with it,
     /// decoding a 1 MB document took twice as long.) Escaped lone surrogates never arrive as ill-formed bytes:
-    /// `SurrogateEscapeRepair` has rewritten them to U+FFFD before yajl saw them.
+    /// yajl stops at them (`SurrogateEscapeCheck` has marked them) before it makes a string.
     private static func string(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> String? {
         guard count > 0 else { return "" }
         if let word = commonWord(bytes, count) { return word }
@@ -362,26 +367,39 @@ final class YajlValueParser {
         return s.utf8.count == count ? s : nil
     }
 
-    /// The raw text as an Int64 when it is an integer literal (no `.`, `e` or `E`) that
-    /// fits, else nil. Digits accumulate negatively so that Int64.min fits too.
-    private static func int64(_ raw: UnsafeRawBufferPointer) -> Int64? {
+    /// What a number's raw text is as an integer.
+    private enum IntegerLiteral {
+        case fits(Int64)
+        /// An integer literal (no `.`, `e` or `E`) outside Int64's range.
+        case tooLarge
+        case notInteger
+    }
+
+    /// The raw text as an Int64 when it is an integer literal that fits. Digits
+    /// accumulate negatively so that Int64.min fits too; past an overflow the rest is
+    /// only checked to be digits.
+    private static func int64(_ raw: UnsafeRawBufferPointer) -> IntegerLiteral {
         var i = 0
         let negative = raw.first == UInt8(ascii: "-")
         if negative { i = 1 }
-        guard i < raw.count else { return nil }
+        guard i < raw.count else { return .notInteger }
         var acc: Int64 = 0
+        var overflowed = false
         while i < raw.count {
             let digit = Int64(raw[i]) - 48
-            guard digit >= 0 && digit <= 9 else { return nil }
-            let (times10, o1) = acc.multipliedReportingOverflow(by: 10)
-            let (next, o2) = times10.subtractingReportingOverflow(digit)
-            if o1 || o2 { return nil }
-            acc = next
+            guard digit >= 0 && digit <= 9 else { return .notInteger }
+            if !overflowed {
+                let (times10, o1) = acc.multipliedReportingOverflow(by: 10)
+                let (next, o2) = times10.subtractingReportingOverflow(digit)
+                overflowed = o1 || o2
+                acc = next
+            }
             i += 1
         }
-        if negative { return acc }
+        if overflowed { return .tooLarge }
+        if negative { return .fits(acc) }
         let (positive, overflow) = Int64(0).subtractingReportingOverflow(acc)
-        return overflow ? nil : positive
+        return overflow ? .tooLarge : .fits(positive)
     }
 
     /// Duplicate keys: the last value wins, at the first one's place, as `JSONObject`'s

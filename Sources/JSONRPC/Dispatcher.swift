@@ -143,11 +143,17 @@ public final class Dispatcher {
     private func makeCall(jsonrpc: JSONValue?, id rawID: JSONValue?, method methodValue: JSONValue?,
                           params raw: JSONValue?, peer: RPCPeer,
                           sink: ReplySink?) -> Result<(RPCCall, RPCError?), Invalid> {
-        // An id of the wrong type cannot be echoed; answer with null as the spec says.
+        // An id that is no JSON-RPC id cannot be echoed; answer with null as the spec
+        // says, before anything runs. Integers are echoed as sent, however large (their
+        // digits, `.bigInteger`); a number no double can hold (`1e400`, read as
+        // infinity) has no value to echo: it is refused, not answered with id null.
         var id: JSONValue? = nil
         if let given = rawID {
             switch given {
-            case .string, .int, .double, .null: id = given
+            case .string, .int, .bigInteger, .null: id = given
+            case .double(let d) where d.isFinite: id = given
+            case .double:
+                return .failure(Invalid(error: .invalidRequest("'id' is a number out of a double's range: use a string, an integer or a smaller number"), id: .null))
             default: return .failure(Invalid(error: .invalidRequest("'id' must be a string, a number or null"), id: .null))
             }
         }

@@ -135,7 +135,7 @@ public final class RPCConnection: RPCPeer {
         while !rest.isEmpty, backlog.isEmpty, isOpen {
             let piece = Self.pieceLength(rest, bound: bound)
             bound = Self.pieceBytes
-            let events = decoder.feed(UnsafeRawBufferPointer(rebasing: rest[..<piece]))
+            let events = decode(UnsafeRawBufferPointer(rebasing: rest[..<piece]), endsRead: piece == rest.count)
             rest = UnsafeRawBufferPointer(rebasing: rest[piece...])
             handle(events[...])
         }
@@ -248,9 +248,20 @@ public final class RPCConnection: RPCPeer {
     /// Feeds the decoder the next piece of `unparsed`.
     private func parseUnparsed() -> [JSONStreamEvent] {
         let piece = unparsed.withUnsafeBytes { Self.pieceLength($0) }
-        let events = unparsed.prefix(piece).withUnsafeBytes { decoder.feed($0) }
+        let events = unparsed.prefix(piece).withUnsafeBytes { decode($0, endsRead: piece == unparsed.count) }
         unparsed = piece == unparsed.count ? [] : unparsed.dropFirst(piece)
         return events
+    }
+
+    /// Feeds the decoder one piece of a read, `endsRead` when it is the read's last.
+    /// Over a stream whose reads are whole messages (`ByteStream.deliversMessages`, a
+    /// WebSocket's text frames) the end of a read is the end of its message: the decoder
+    /// finishes it there, so a value left open is a -32700 of its own and the next
+    /// frame starts afresh instead of completing it.
+    private func decode(_ piece: UnsafeRawBufferPointer, endsRead: Bool) -> [JSONStreamEvent] {
+        let events = decoder.feed(piece)
+        guard endsRead, stream.deliversMessages else { return events }
+        return events + decoder.finish()
     }
 
     /// How many bytes of the last read wait to be parsed (for tests).

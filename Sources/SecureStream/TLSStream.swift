@@ -155,10 +155,16 @@ public final class TLSStream: ByteStream {
         if handshakeDone { deliver() } else { advanceHandshake() }
     }
 
+    /// The most plaintext bytes one read delivers (`ByteStream.maxReadBytes`); what a
+    /// record holds beyond it stays in OpenSSL's buffer for the next read.
+    public var maxReadBytes = Int.max
+
     /// Decrypts and delivers while the owner reads, then the end of input if it came.
     private func deliver() {
-        let buffer = UnsafeMutableRawBufferPointer(start: context.plaintextScratch, count: TLSContext.scratchSize)
         while ownerReading, !isClosed, !inputFinished {
+            // Sized on each turn: the owner may change it from its read callback.
+            let buffer = UnsafeMutableRawBufferPointer(start: context.plaintextScratch,
+                                                       count: max(1, min(TLSContext.scratchSize, maxReadBytes)))
             let result = session.read(into: buffer)
             // Reading may produce output (an alert, a key update's answer).
             flushCiphertext()

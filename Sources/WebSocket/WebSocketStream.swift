@@ -14,8 +14,9 @@ import SecureStream
 ///   The head must arrive within `Settings.handshakeTimeout` ms.
 /// - Frames are wslay's business (its event API, fed from the loop): fragments are
 ///   reassembled, pings answered, a close frame answered. Each text message reaches the
-///   owner as its payload followed by "\n", so consecutive JSON values never run
-///   together. A binary message closes with 1003, a message over
+///   owner as one read, its payload followed by "\n", and the owner decodes each alone
+///   (`deliversMessages`): a frame holding incomplete JSON is a parse error of its own,
+///   never joined to the next frame. A binary message closes with 1003, a message over
 ///   `Settings.maxMessageBytes` with 1009 (wslay counts the reassembled message). Once
 ///   a close frame was received or sent, input ends with `.eof`.
 /// - Writes: the owner writes messages each ending in "\n" (`RPCConnection` does); each
@@ -216,6 +217,10 @@ public final class WebSocketStream: ByteStream {
     }
 
     // MARK: Reading
+
+    /// Each read is one text message (its payload and a "\n"), never part of one or
+    /// two: see `ByteStream.deliversMessages`.
+    public var deliversMessages: Bool { true }
 
     /// See `ByteStream.startReading`. Input that arrived while the owner was not reading
     /// is delivered from the loop, never inside this call.

@@ -12,6 +12,7 @@ libcurl resolves ``localhost`` and ``*.localhost`` itself, to 127.0.0.1 and ::1,
 whatever /etc/hosts says: that gives names with one IPv4 and one IPv6 address.
 """
 
+import base64
 import json
 import os
 import socket
@@ -153,6 +154,23 @@ class AllowIPv4Only(EgressCase):
     def test_literal_and_name_reach_the_ipv4_upstream(self):
         self.assertEqual(self.fetch(self.upstream.url("/bytes/3"))["status"], 200)
         self.assertEqual(self.fetch("http://localhost:%d/bytes/3" % self.upstream.port)["status"], 200)
+
+    def test_a_literal_with_a_trailing_dot_is_the_address_it_names(self):
+        # Issue 41: `127.0.0.1.` passed the host rules as 127.0.0.1, then went to DNS as
+        # a name (and failed). It is connected to at 127.0.0.1, directly and as a
+        # redirect's target, as are the other spellings of it.
+        port = self.upstream.port
+        for host in ("127.0.0.1.", "127.1.", "0x7f.1"):
+            with self.subTest(host=host):
+                reply = self.fetch("http://%s:%d/bytes/3" % (host, port))
+                self.assertEqual((reply["status"], len(base64.b64decode(reply["body"]))), (200, 3), reply)
+                reply = self.fetch(redirect(self.upstream, "http://%s:%d/bytes/4" % (host, port)))
+                self.assertEqual((reply["status"], len(base64.b64decode(reply["body"]))), (200, 4), reply)
+        # Judged as the address it names, the rules apply to that address.
+        v4 = self.sentinel("127.0.0.1")
+        self.assertDenied(self.fetch("http://127.0.0.2.:%d/" % v4.port),
+                          "127.0.0.2.:%d matches no allow pattern." % v4.port)
+        self.assertTrue(v4.accepted_nothing())
 
     def test_ipv6_address_of_the_name_stays_out(self):
         v6 = self.sentinel("::1")

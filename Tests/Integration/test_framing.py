@@ -82,6 +82,60 @@ class WireFormat(ServerTestCase):
         c.send_raw(b"".join(line(req(INFO, i)) for i in ids))
         self.assertNextMessages(c, [info(i) for i in ids])
 
+    def raw_lines(self, payload, count):
+        """Sends ``payload`` on a new raw connection; the first ``count`` reply lines, as bytes."""
+        s = self.server.raw_socket()
+        self.addCleanup(s.close)
+        s.settimeout(10)
+        s.sendall(payload)
+        data = b""
+        deadline = time.monotonic() + 10
+        while data.count(b"\n") < count and time.monotonic() < deadline:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return data.split(b"\n")[:count]
+
+    def test_large_integer_ids_are_echoed_as_their_digits(self):
+        # Issue 41: ids past Int64 came back as floats (1.8446744073709552e+19).
+        ids = [b"9007199254740993", b"9223372036854775807", b"9223372036854775808", b"18446744073709551616",
+               b"-9223372036854775809", b"123456789012345678901234567890123456789"]
+        calls = b"".join(b'{"jsonrpc":"2.0","method":"server.info","id":' + i + b"}\n" for i in ids)
+        batch = b"[" + b",".join(b'{"jsonrpc":"2.0","method":"nope","id":' + i + b"}" for i in ids) + b"]\n"
+        got = self.raw_lines(calls + batch, len(ids) + 1)
+        for i, reply in zip(ids, got):
+            self.assertTrue(reply.endswith(b',"id":' + i + b"}"), reply[-80:])
+        self.assertEqual(got[-1], b"[" + b",".join(
+            b'{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found","data":{"method":"nope"}},"id":' + i + b"}"
+            for i in ids) + b"]")
+
+    def test_an_id_no_double_holds_is_an_invalid_request_before_the_call_runs(self):
+        # Issue 41: `1e400` read as infinity, the call ran, and its answer said id null.
+        c = self.connect()
+        c.send_raw(b'{"jsonrpc":"2.0","method":"create","params":{"request":"made-by-1e400"},"id":1e400}\n'
+                   b'[{"jsonrpc":"2.0","method":"create","params":{"request":"made-by-neg"},"id":-1E999}]\n'
+                   + line(req("list", 3)))
+        refusal = err(-32600, "Invalid Request", {"detail": "'id' is a number out of a double's range: use a string, "
+                                                             "an integer or a smaller number"}, None)
+        self.assertNextMessages(c, [refusal, [refusal], result([], 3)])
+
+    def test_unpaired_surrogate_escapes_are_parse_errors_in_ids_and_data(self):
+        # Issue 41: a lone surrogate became U+FFFD (an id echoed changed, data sent as EF BF BD).
+        detail = "lexical error: unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF without its pair) in string."
+        for i, (text, offset) in enumerate([
+                (b'{"jsonrpc":"2.0","method":"server.info","id":"\\ud800"}', 48),
+                (b'{"jsonrpc":"2.0","method":"server.info","id":"a\\udc00"}', 49),
+                (b'{"jsonrpc":"2.0","method":"nope","params":{"x":"\\ud83d\\u0041"},"id":1}', 50),
+                (b'{"jsonrpc":"2.0","method":"nope","params":["\\udfff\\ud800"],"id":1}', 46)]):
+            c = self.connect()  # offsets count from the connection's first byte
+            c.send_raw(text + b"\n" + line(req(INFO, i)))
+            self.assertNextMessages(c, [err(-32700, "Parse error", {"detail": detail, "offset": offset}, None), info(i)],
+                                    note="input %r" % text)
+        # A pair is one character, and an escaped backslash makes no escape.
+        c.send_raw(b'{"jsonrpc":"2.0","method":"server.info","id":"\\ud83d\\ude00\\\\ud800"}\n')
+        self.assertNextMessages(c, [info("\U0001F600\\ud800")])
+
     def test_null_id_is_a_request(self):
         # A null id is discouraged but makes a request (it has an id member), not a notification.
         c = self.connect()

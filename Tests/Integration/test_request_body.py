@@ -154,6 +154,14 @@ class SendData(BodyCase):
         record = self.sent("sendData", {"request": r, "data": ""})
         self.assertEqual((record.method, record.body, record.values("Content-Length")), ("POST", b"", ["0"]))
 
+    def test_padded_base64_is_read_exactly(self):
+        # Strict base64 (issue 41): every padding that is right decodes, the rest is refused
+        # in test_refusals (`eA===` was accepted while `eA` was not).
+        for text, body in (("eA==", b"x"), ("eHk=", b"xy"), ("eHl6", b"xyz"), ("eHl6eA==", b"xyzx")):
+            r = self.opened(method="PUT", path="/upload")
+            record = self.sent("sendData", {"request": r, "data": text})
+            self.assertEqual(record.body, body, text)
+
     def test_async_send_data_answers_at_once_and_notifies(self):
         r = self.c.call("create")["request"]
         self.c.call("open", {"request": r, "method": "POST", "url": self.origin.url("/async")})
@@ -173,10 +181,42 @@ class SendData(BodyCase):
         self.c.call("open", {"request": r, "method": "POST", "url": self.origin.url("/x"),
                              "async": False, "subscribe": False})
         mark = self.origin.mark()
-        for bad in ("not base64!", "QQ", "QQ=", "Q==="):
+        for bad in ("not base64!", "QQ", "QQ=", "Q===", "eA===", "eA", "eA=", "=eA=", "e===", "eA==eA==", "eA\n=="):
             got = self.c.request("sendData", {"request": r, "data": bad})
             self.assertEqual(got["error"]["code"], -32602, bad)
         self.assertEqual(self.c.request("sendData", {"request": r})["error"]["code"], -32602)
         # Nothing was sent, and the request is still OPENED.
         self.assertEqual(self.origin.since(mark), [])
         self.assertEqual(self.c.call("getState", {"request": r}), {"state": 1, "stateName": "OPENED", "attempt": 0})
+
+
+class NoBodyForGetOrHead(BodyCase):
+    """XHR's send() drops the body of a GET or HEAD ("If this's request method is GET or
+    HEAD, then set body to null"): nothing and no Content-Length goes on the wire, even
+    for an empty body (which put `Content-Length: 0` there, issue 41)."""
+
+    def test_get_and_head_send_no_body_and_no_content_length(self):
+        for method in ("GET", "HEAD"):
+            for send, params in (("send", {"body": ""}), ("send", {"body": "dropped"}),
+                                 ("send", {"bodyBase64": "eA=="}), ("sendData", {"data": "eA=="}),
+                                 ("sendData", {"data": ""})):
+                r = self.opened(method=method, path="/get")
+                record = self.sent(send, dict(params, request=r))
+                self.assertEqual((record.method, record.body, record.values("Content-Length"),
+                                  record.values("Transfer-Encoding"), record.values("Content-Type")),
+                                 (method, b"", [], [], []), (method, send, params))
+
+    def test_fetch_drops_them_too(self):
+        for method, params in (("GET", {"body": ""}), ("HEAD", {"bodyBase64": "eA=="}), ("GET", {"body": "x"})):
+            mark = self.origin.mark()
+            got = self.c.call("fetch", dict(params, method=method, url=self.origin.url("/fetch")), timeout=30)
+            self.assertEqual(got["status"], 200)
+            (record,) = self.origin.since(mark)
+            self.assertEqual((record.method, record.body, record.values("Content-Length")), (method, b"", []),
+                             (method, params))
+
+    def test_other_methods_keep_an_empty_body(self):
+        for method in ("POST", "PUT", "DELETE", "OPTIONS"):
+            r = self.opened(method=method, path="/x")
+            record = self.sent("send", {"request": r, "body": ""})
+            self.assertEqual((record.method, record.body, record.values("Content-Length")), (method, b"", ["0"]), method)

@@ -196,6 +196,41 @@ class Echo(SocketCase):
         self.assertFalse(s.closed)
         self.assertEqual(peer.snapshot()["received"], len(data))
 
+    def test_a_lone_surrogate_in_data_is_refused_and_nothing_is_written(self):
+        # Issue 41: "\ud800" went out as EF BF BD. It is a parse error (-32700) now, so the
+        # call never runs; a surrogate pair is its one character's four bytes.
+        c = self.connect()
+        peer = self.peer(echo)
+        h = self.create_connect(c, "127.0.0.1", peer.port)
+        self.assertEvent(c, h, "socket.onOpen", {"socket": h})
+        for data in (b'"\\ud800"', b'"x\\udc00y"', b'"\\ud800\\u0041"'):
+            c.send_raw(b'{"jsonrpc":"2.0","method":"socket.write","params":{"socket":"' + h.encode()
+                       + b'","data":' + data + b'},"id":"w"}\n')
+            got = c.read_message(10)
+            self.assertEqual((got["id"], got["error"]["code"], got["error"]["data"]["detail"]),
+                             (None, -32700, "lexical error: unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF "
+                                            "without its pair) in string."), data)
+        c.send_raw(b'{"jsonrpc":"2.0","method":"socket.write","params":{"socket":"' + h.encode()
+                   + b'","data":"ok\\ud83d\\ude00"},"id":"w"}\n')
+        self.assertEqual(c.read_message(10), {"jsonrpc": "2.0", "result": {"bytes": 6}, "id": "w"})
+        self.assertEvent(c, h, "socket.onRead", {"socket": h, "available": 6})
+        self.assertEqual(c.call("socket.read", {"socket": h}),
+                         {"data": b64(b"ok\xf0\x9f\x98\x80"), "encoding": "base64", "bytes": 6, "closed": False})
+        self.assertEqual(peer.snapshot()["received"], 6)
+
+    def test_an_ipv4_literal_with_a_trailing_dot_is_dialled_as_its_address(self):
+        # Issue 41: the resolver took `127.0.0.1.` for a name (and failed); it is the
+        # address the host rules judged. `list` shows the host as given.
+        c = self.connect()
+        peer = self.peer(echo)
+        for host in ("127.0.0.1.", "127.1."):
+            with self.subTest(host=host):
+                s = self.open_socket(c, host, peer.port)
+                self.assertEqual(s.write(b"dotted"), 6)
+                self.assertEqual(s.read_exactly(6, timeout=10), b"dotted")
+                (entry,) = [e for e in c.call("list") if e.get("socket") == s.handle]
+                self.assertEqual(entry["host"], host)
+
     def test_utf8_text_both_ways(self):
         c = self.connect()
         peer = self.peer(echo)
@@ -723,6 +758,74 @@ class WriteLimit(SocketCase):
         self.assertEqual(got, offset, "bytes accepted %d, bytes the peer received %d" % (offset, got))
         with peer.cond:
             self.assertEqual(peer.sha256.hexdigest(), pattern.pattern_sha256(offset), "the bytes differ")
+
+
+    def test_a_write_larger_than_the_buffer_is_told_it_can_never_fit(self):
+        # Issue 41: one write past --max-buffer-bytes was told "Wait and write again",
+        # which can never help. It is limit_exceeded still, with data.neverFits and its size.
+        c = self.connect()
+        peer = self.peer(echo)
+        s = self.open_socket(c, "127.0.0.1", peer.port)
+        e = rpc_error(lambda: c.call("socket.write", {"socket": s.handle, "dataBase64": b64(b"z" * (MIB + 1))}))
+        self.assertEqual((e.code, e.data), (-32004, {"reason": "limit_exceeded", "limit": "maxBufferBytes", "max": MIB,
+                                                      "bytes": MIB + 1, "neverFits": True}))
+        self.assertEqual(e.message, "A write of %d bytes can never fit: at most %d bytes can be queued "
+                                    "(--max-buffer-bytes). Split it into writes of at most %d bytes." % (MIB + 1, MIB, MIB))
+        # A write of exactly the limit fits, and nothing of the refused one was queued.
+        self.assertEqual(s.write(b"w" * MIB), MIB)
+        self.assertEqual(s.read_exactly(MIB, timeout=30), b"w" * MIB)
+
+
+class ReadLimit(SocketCase):
+    """Issue 41: the bytes a socket holds unread stay within --max-buffer-bytes, over TCP
+    and TLS alike: reads are sized to the room left, so reading pauses exactly at the
+    limit (it passed it by up to one 64 KiB read, over TLS by part of a record)."""
+
+    LIMIT = 1000
+    SIZE = 100_000
+    certs = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cert_dir = tempfile.mkdtemp(prefix="xhrpc-sockets-certs-", dir="/tmp")
+        cls.addClassCleanup(shutil.rmtree, cls.cert_dir, True)
+        cls.certs = certs.make_all(cls.cert_dir)
+        super().setUpClass()
+
+    @classmethod
+    def server_args(cls):
+        return ("--ca-file", cls.certs["ca"], "--max-buffer-bytes", str(cls.LIMIT))
+
+    def available(self, c, h):
+        (entry,) = [e for e in c.call("list") if e.get("socket") == h]
+        return entry["available"]
+
+    def assertHeldAtTheLimitThenAllRead(self, c, s):
+        # The peer sends far more than the limit at once; once the socket holds the limit
+        # it has stopped reading, and holds no more however long it waits.
+        held = poll_until(lambda: (lambda n: n if n >= self.LIMIT else None)(self.available(c, s.handle)), 10,
+                          "the socket fills its buffer")
+        self.assertEqual(held, self.LIMIT)
+        digest = hashlib.sha256()
+        total = 0
+        for _ in range(self.SIZE):  # bounded: at least one byte a step
+            if total == self.SIZE:
+                break
+            chunk = s.read_exactly(min(self.LIMIT, self.SIZE - total), timeout=10)
+            self.assertLessEqual(self.available(c, s.handle), self.LIMIT)
+            digest.update(chunk)
+            total += len(chunk)
+        self.assertEqual(digest.hexdigest(), pattern.pattern_sha256(self.SIZE), "the stream differs")
+
+    def test_tcp_holds_at_most_the_limit(self):
+        c = self.connect()
+        peer = self.peer(send_then_close(self.SIZE))
+        self.assertHeldAtTheLimitThenAllRead(c, self.open_socket(c, "127.0.0.1", peer.port))
+
+    def test_tls_holds_at_most_the_limit(self):
+        c = self.connect()
+        peer = self.peer(send_then_close(self.SIZE), context=tls_context(self.certs["good_cert"], self.certs["good_key"]))
+        self.assertHeldAtTheLimitThenAllRead(c, self.open_socket(c, "127.0.0.1", peer.port, ssl=True))
 
 
 # ---------------------------------------------------------------------------

@@ -176,6 +176,23 @@ class WebSocketTestCase(ServerTestCase):
         c.send([text[:5], text[5:17], text[17:]])
         self.assertIn("version", self.response(c, 21)["result"])
 
+    def test_a_frame_of_incomplete_json_is_a_parse_error_of_its_own(self):
+        # Issue 41: a text frame is one message. One that holds incomplete JSON is
+        # answered -32700 alone, and is never joined to the next frame (it was: the
+        # next frame's call then failed with it, unanswered).
+        c = self.ws(token=ALICE["token"])
+        text = json.dumps(msg("server.info", None, 30))
+        for cut in (1, len(text) // 2, len(text) - 1):
+            c.send(text[:cut])
+            got = json.loads(c.recv(timeout=WAIT))
+            self.assertEqual((got["id"], got["error"]["code"]), (None, -32700), text[:cut])
+            # The next frame is read afresh: a whole call is answered.
+            self.assertIn("version", self.call(c, "server.info", None, 31)["result"])
+        # A bare number is complete at the end of its frame (it waited for a delimiter).
+        c.send("42")
+        got = json.loads(c.recv(timeout=WAIT))
+        self.assertEqual((got["id"], got["error"]["code"]), (None, -32600))
+
     def test_ping_is_answered_with_pong(self):
         c = self.ws()
         self.assertTrue(c.ping(b"are you there").wait(WAIT))

@@ -7,12 +7,13 @@ private func call(_ text: String) -> JSONValue? {
     return out.first
 }
 
-private func exchangeWithData(_ text: String) -> [JSONValue] {
+private func exchangeWithData(_ text: String, dispatcher: Dispatcher = Dispatcher(registry: specificationRegistry())) -> [JSONValue] {
     let peer = RecordingPeer()
-    let dispatcher = Dispatcher(registry: specificationRegistry())
     for v in parse(text) { dispatcher.dispatch(v, from: peer) }
     return peer.sent
 }
+
+private func utf8(_ s: String) -> [UInt8] { Array(s.utf8) }
 
 @Test func missingRequiredParameterIsInvalidParams() {
     let r = call(#"{"jsonrpc":"2.0","method":"subtract","params":{"minuend":1},"id":7}"#)
@@ -46,6 +47,49 @@ private func exchangeWithData(_ text: String) -> [JSONValue] {
     let r = call(#"{"jsonrpc":"2.0","method":"get_data","id":{"x":1}}"#)
     #expect(r == ["jsonrpc": "2.0", "error": ["code": -32600, "message": "Invalid Request",
                                                "data": ["detail": "'id' must be a string, a number or null"]], "id": nil])
+}
+
+/// Issue 41: ids are echoed as sent, integers past 2^53 and 2^63 as their digits (a
+/// double rounded them); a number no double holds is no id, refused before the call runs.
+@Test func idsAreEchoedAsSent() {
+    let peer = RecordingPeer()
+    let registry = specificationRegistry()
+    var ran = 0
+    registry.register("count", params: []) { _ in
+        ran += 1
+        return .result(.int(Int64(ran)))
+    }
+    let dispatcher = Dispatcher(registry: registry)
+    let ids = ["9007199254740993", "9223372036854775807", "9223372036854775808", "18446744073709551616",
+               "-9223372036854775809", "123456789012345678901234567890", "0.5", "\"x\""]
+    for id in ids {
+        for v in parse(#"{"jsonrpc":"2.0","method":"count","id":"# + id + "}") { dispatcher.dispatch(v, from: peer) }
+        // The same with the envelope picked out by the decoder, and in a batch.
+        let decoder = JSONStreamDecoder(pickCallEnvelopes: true)
+        for event in decoder.feed(utf8(#"{"jsonrpc":"2.0","method":"count","id":"# + id + "}\n")) {
+            guard case .call(let envelope) = event else { Issue.record("not picked: \(event)"); continue }
+            dispatcher.dispatch(envelope, from: peer)
+        }
+        for v in parse(#"[{"jsonrpc":"2.0","method":"count","id":"# + id + "}]") { dispatcher.dispatch(v, from: peer) }
+    }
+    let written = peer.sent.map(JSON.encodeString)
+    var expected: [String] = []
+    for (i, id) in ids.enumerated() {
+        expected += [#"{"jsonrpc":"2.0","result":\#(3 * i + 1),"id":\#(id)}"#, #"{"jsonrpc":"2.0","result":\#(3 * i + 2),"id":\#(id)}"#,
+                     #"[{"jsonrpc":"2.0","result":\#(3 * i + 3),"id":\#(id)}]"#]
+    }
+    #expect(written == expected)
+
+    let before = ran
+    for id in ["1e400", "-1e400", "1E999"] {
+        for text in [#"{"jsonrpc":"2.0","method":"count","id":"# + id + "}", #"[{"jsonrpc":"2.0","method":"count","id":"# + id + "}]"] {
+            let out = exchangeWithData(text, dispatcher: dispatcher)
+            let refusal: JSONValue = ["jsonrpc": "2.0", "error": ["code": -32600, "message": "Invalid Request",
+                "data": ["detail": "'id' is a number out of a double's range: use a string, an integer or a smaller number"]], "id": nil]
+            #expect(out == [text.hasPrefix("[") ? [refusal] : refusal], "\(text)")
+        }
+    }
+    #expect(ran == before, "a call with an id of 1e400 ran")
 }
 
 @Test func nullIDIsARequestNotANotification() {

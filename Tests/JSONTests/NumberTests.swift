@@ -1,8 +1,8 @@
 import Testing
 import JSON
 
-/// Integer literals that fit in Int64 stay exact; every other number is a double read the
-/// way strtod reads it.
+/// Integer literals stay exact: in Int64 when they fit, else as their digits; every other
+/// number is a double read the way strtod reads it.
 struct NumberTests {
     @Test func int64Bounds() throws {
         #expect(try JSON.decode("9223372036854775807") == .int(Int64.max))
@@ -11,10 +11,23 @@ struct NumberTests {
         #expect(try JSON.decode("-0") == .int(0))
     }
 
-    @Test func integersBeyondInt64BecomeDoubles() throws {
-        #expect(try JSON.decode("9223372036854775808") == .double(9223372036854775808.0))
-        #expect(try JSON.decode("-9223372036854775809") == .double(-9223372036854775809.0))
-        #expect(try JSON.decode("123456789012345678901234567890") == .double(1.2345678901234568e29))
+    /// Issue 41: they were doubles, so an id past 2^63 came back rounded.
+    @Test func integersBeyondInt64KeepTheirDigits() throws {
+        for text in ["9223372036854775808", "-9223372036854775809", "18446744073709551616",
+                     "123456789012345678901234567890", "-" + String(repeating: "9", count: 400)] {
+            let value = try JSON.decode(text)
+            #expect(value == .bigInteger(text))
+            #expect(JSON.encodeString(value) == text)
+            #expect(JSON.encodeString(try JSON.decode("[" + text + ",1]")) == "[" + text + ",1]")
+        }
+        #expect(try JSON.decode("18446744073709551616").doubleValue == 18446744073709551616.0)
+        #expect(try JSON.decode("18446744073709551616").int64Value == nil)
+        // Cut at every byte, the digits come out whole.
+        let input = utf8("[99999999999999999999] -99999999999999999999 7\n")
+        for chunks in everySplit(input) {
+            #expect(events(chunks) == [.value([.bigInteger("99999999999999999999")]),
+                                       .value(.bigInteger("-99999999999999999999")), .value(7)])
+        }
     }
 
     @Test func fractionsAndExponentsAreDoubles() throws {

@@ -3,8 +3,8 @@ import JSON
 import SeededRandom
 
 /// Random values, written with random whitespace between them and (in one variant) with
-/// every non-ASCII character as `\u` escapes plus unpaired surrogates, decode to exactly
-/// the values written however the stream is cut. The generator is seeded, so a failure
+/// every non-ASCII character as `\u` escapes; unpaired surrogate escapes are refused, at
+/// the same offset, however the stream is cut. The generator is seeded, so a failure
 /// repeats.
 struct RandomStreamTests {
     static let scalars: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{0}", "\u{1F}",
@@ -90,43 +90,74 @@ struct RandomStreamTests {
         }
     }
 
-    /// What a string literal's body means: escapes give UTF-16 code units, and Swift's
-    /// UTF-16 decoding turns each unpaired surrogate into U+FFFD. An independent statement
-    /// of the rule the decoder follows.
-    static func reference(_ body: String) -> String {
-        var units: [UInt16] = []
-        var chars = Array(body.utf16)[...]
-        while let c = chars.popFirst() {
-            guard c == 0x5C, let e = chars.popFirst() else {
-                units.append(c)
+    /// What a string literal's ASCII body means: escapes give UTF-16 code units, and a
+    /// surrogate not in a pair makes it a parse error at its escape's first hex digit
+    /// (the offset in `body`; the first such escape). An independent statement of the
+    /// rule the decoder follows.
+    static func reference(_ body: String) -> Result<String, ReferenceError> {
+        var units: [(unit: UInt16, digit: Int)] = []
+        let chars = Array(body.utf16)
+        var i = 0
+        while i < chars.count {
+            let c = chars[i]
+            guard c == 0x5C, i + 1 < chars.count else {
+                units.append((c, -1))
+                i += 1
                 continue
             }
-            switch e {
+            switch chars[i + 1] {
             case 0x75:  // u
-                let hex = String(decoding: chars.prefix(4), as: UTF16.self)
-                units.append(UInt16(hex, radix: 16) ?? 0)
-                chars = chars.dropFirst(4)
-            case 0x6E: units.append(0x0A)  // n
-            default: units.append(e)  // \\ and \"
+                let hex = String(decoding: chars[(i + 2)..<(i + 6)], as: UTF16.self)
+                units.append((UInt16(hex, radix: 16) ?? 0, i + 2))
+                i += 6
+            case 0x6E:  // n
+                units.append((0x0A, -1))
+                i += 2
+            default:  // \\ and \"
+                units.append((chars[i + 1], -1))
+                i += 2
             }
         }
-        return String(decoding: units, as: UTF16.self)
+        var k = 0
+        while k < units.count {
+            switch units[k].unit {
+            case 0xD800...0xDBFF where k + 1 < units.count && (0xDC00...0xDFFF).contains(units[k + 1].unit):
+                k += 2
+            case 0xD800...0xDFFF:
+                return .failure(ReferenceError(digit: units[k].digit))
+            default:
+                k += 1
+            }
+        }
+        return .success(String(decoding: units.map(\.unit), as: UTF16.self))
     }
+
+    struct ReferenceError: Error, Equatable { let digit: Int }
 
     @Test func unpairedSurrogatesAtRandomCuts() {
         var r = SplitMix64(seed: 3)
         let pieces = ["\\ud800", "\\udfff", "\\uDBFF", "\\udc00", "\\ud83d\\ude00", "\\\\ud800", "\\u0041", "x", "\\n", "\\\\"]
+        var refused = 0
         for _ in 0..<500 {
             var body = ""
             for _ in 0..<(1 + r.below(6)) { body += pieces[r.below(pieces.count)] }
-            let text = "\"" + body + "\"\n"
-            #expect(events(Self.randomChunks(utf8(text), &r)) == [.value(.string(Self.reference(body)))], "\(text)")
+            let text = "\"" + body + "\"\n" + "7\n"
+            let expected: [JSONStreamEvent]
+            switch Self.reference(body) {
+            case .success(let string): expected = [.value(.string(string)), .value(7)]
+            case .failure(let e):
+                expected = [parseError(1 + e.digit, unpairedSurrogate), .value(7)]
+                refused += 1
+            }
+            #expect(events(Self.randomChunks(utf8(text), &r)) == expected, "\(text)")
         }
+        #expect(refused > 100 && refused < 400)
     }
 
     @Test func referenceAgreesWithKnownCases() {
-        #expect(Self.reference(#"\ud800\udfff"#) == "\u{103FF}")
-        #expect(Self.reference(#"\ud800x"#) == "\u{FFFD}x")
-        #expect(Self.reference(#"\\ud800"#) == "\\ud800")
+        #expect(Self.reference(#"\ud800\udfff"#) == .success("\u{103FF}"))
+        #expect(Self.reference(#"x\ud800x"#) == .failure(ReferenceError(digit: 3)))
+        #expect(Self.reference(#"\ud83d\ude00\udc00"#) == .failure(ReferenceError(digit: 14)))
+        #expect(Self.reference(#"\\ud800"#) == .success("\\ud800"))
     }
 }

@@ -1,8 +1,9 @@
 import Testing
 import JSON
 
-/// Text in any form: raw UTF-8, BMP and astral escapes, unpaired surrogate escapes (each
-/// becomes U+FFFD) and ill-formed UTF-8 (a parse error).
+/// Text in any form: raw UTF-8, BMP and astral escapes, and the two kinds of text a Swift
+/// string cannot hold as sent, each a parse error: unpaired surrogate escapes and
+/// ill-formed UTF-8.
 struct UnicodeTests {
     @Test func rawUTF8() throws {
         let text = "\"héllo — 日本語 😀 𝄞\""
@@ -20,20 +21,33 @@ struct UnicodeTests {
         #expect(try JSON.decode(#""\udbff\udfff""#) == .string("\u{10FFFF}"))
     }
 
-    /// yajl 2.1.0 alone gives `?`, a wrong astral character or ill-formed bytes here.
-    @Test func unpairedSurrogateEscapesBecomeReplacementCharacters() throws {
-        #expect(try JSON.decode(#""\ud800""#) == .string("\u{FFFD}"))
-        #expect(try JSON.decode(#""a\ud800bc""#) == .string("a\u{FFFD}bc"))
-        #expect(try JSON.decode(#""\udc00""#) == .string("\u{FFFD}"))
-        #expect(try JSON.decode(#""\ud800\u0041""#) == .string("\u{FFFD}A"))
-        #expect(try JSON.decode(#""\ud800\ud800\udc00""#) == .string("\u{FFFD}\u{10000}"))
-        #expect(try JSON.decode(#""\udc00\ud800""#) == .string("\u{FFFD}\u{FFFD}"))
-        #expect(try JSON.decode(#""\ud800\n""#) == .string("\u{FFFD}\n"))
+    /// yajl 2.1.0 alone gives `?`, a wrong astral character or ill-formed bytes here; the
+    /// decoder once gave U+FFFD, text the client never sent (issue 41). The error stands
+    /// at the escape's first hex digit, the first unpaired one when there are several.
+    @Test func unpairedSurrogateEscapesAreParseErrors() {
+        let cases: [(String, Int)] = [
+            (#""\ud800""#, 3), (#""a\ud800bc""#, 4), (#""\udc00""#, 3), (#""\ud800\u0041""#, 3),
+            (#""\ud800\ud800\udc00""#, 3), (#""\ud83d\ude00\udc00\ud800""#, 15), (#""\udc00\ud800""#, 3),
+            (#""\ud800\n""#, 3), (#""\uDBFF""#, 3), (#""\uDFFF""#, 3), (#"["x", {"id": "\ud800"}]"#, 16),
+            (#"{"\ud800": 1}"#, 4),
+        ]
+        for (text, offset) in cases {
+            #expect(decodeError(text) == JSONParseError(offset: offset, message: unpairedSurrogate), "\(text)")
+        }
+    }
+
+    /// The same for a stream, cut at every byte: one error, the value dropped, the next
+    /// line read as usual.
+    @Test func unpairedSurrogateEscapesInAStreamCutAnywhere() {
+        let input = utf8(#"{"id":"\ud800","x":1}"# + "\n" + #"["ok"]"# + "\n")
+        for chunks in everySplit(input) {
+            #expect(events(chunks) == [parseError(9, unpairedSurrogate), .value(["ok"])], "split \(chunks.map(\.count))")
+        }
     }
 
     @Test func escapedBackslashBeforeUIsNotAnEscape() throws {
         #expect(try JSON.decode(#""\\ud800""#) == .string("\\ud800"))
-        #expect(try JSON.decode(#""\\\ud800""#) == .string("\\\u{FFFD}"))
+        #expect(decodeError(#""\\\ud800""#) == JSONParseError(offset: 5, message: unpairedSurrogate))
     }
 
     @Test func illFormedUTF8IsAParseError() {

@@ -47,4 +47,21 @@ struct Base64TextTests {
             #expect(text(Array(plain.utf8)[...]).text == encoded)
         }
     }
+
+    /// Reading is strict (RFC 4648 §4), issue 41: Foundation's decoder took `eA===`
+    /// while refusing `eA`. Every byte value reads back, every padding that is right
+    /// reads, and nothing else does.
+    @Test func decodingIsStrict() {
+        for length in 0...300 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 97 &+ length &* 31) }
+            #expect(Base64Text.decode(Data(bytes).base64EncodedString()) == bytes, "\(length) bytes")
+        }
+        #expect(Base64Text.decode("eA==") == Array("x".utf8))
+        #expect(Base64Text.decode("eHk=") == Array("xy".utf8))
+        #expect(Base64Text.decode("+/+/") == [0xFB, 0xFF, 0xBF])
+        for bad in ["eA", "eA=", "eA===", "e===", "====", "=eA=", "eA==eA==", "eA=A", "eA\n==", " eA==", "eA==\n",
+                    "e-A=", "eA_=", "\u{E9}A==", "eHk", "eHl6e"] {
+            #expect(Base64Text.decode(bad) == nil, "\(bad.debugDescription)")
+        }
+    }
 }

@@ -74,6 +74,13 @@ size_t xh_json_unescaped_run(const uint8_t *bytes, size_t count);
  * too, and Foundation's encoder costs about 12 instructions a byte (Base64.c). */
 size_t xh_base64_encode(const uint8_t *bytes, size_t count, uint8_t *out);
 
+/* Reads base64 text strictly (RFC 4648 section 4): a multiple of four characters of the
+ * standard alphabet, '=' only as the last one or two, no line breaks or spaces. Writes
+ * the bytes to `out` (room for 3 * (count / 4)) and returns how many, or SIZE_MAX when
+ * the text is not such base64. Foundation's decoder is lenient about padding ("eA==="
+ * decodes, "eA" does not); this one refuses both. */
+size_t xh_base64_decode(const uint8_t *text, size_t count, uint8_t *out);
+
 /* libFuzzer's driver, from libclang_rt.fuzzer_no_main (linked by `make fuzz` only):
  * xhrpc-fuzz calls it from its own `main`, because SwiftPM links every executable with
  * an entry point of its own and libFuzzer's `main` cannot take that place. Declared

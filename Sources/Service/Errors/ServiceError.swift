@@ -80,6 +80,15 @@ enum ServiceError {
         .app(.limitExceeded, message, ["limit": .string(limit), "max": .int(Int64(max))])
     }
 
+    /// A single write larger than the buffer it must fit in whole: waiting cannot help,
+    /// so unlike the refusal above (which says to wait and write again) this one says
+    /// so, with `data.neverFits` true and the write's size in `data.bytes`.
+    static func writeNeverFits(_ limit: String, max: Int, _ bytes: Int, _ limitName: String) -> RPCError {
+        .app(.limitExceeded,
+             "A write of \(bytes) bytes can never fit: at most \(max) bytes can be queued (\(limitName)). Split it into writes of at most \(max) bytes.",
+             ["limit": .string(limit), "max": .int(Int64(max)), "bytes": .int(Int64(bytes)), "neverFits": true])
+    }
+
     /// Too many wrong tokens from the caller's source, or in all, this minute: the
     /// token was not compared (`AuthThrottle`); `data.retryAfter` is when it would be.
     static func authThrottled(_ limit: String, max: Int, perSource: Bool, retryAfter seconds: Int) -> RPCError {

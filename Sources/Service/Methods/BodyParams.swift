@@ -16,11 +16,14 @@ enum BodyParams {
     }
 }
 
-/// Base64 parameters: an invalid one is the caller's error, said with its name.
+/// Base64 parameters: an invalid one is the caller's error, said with its name. Read
+/// strictly (`Base64Text.decode`).
 enum Base64Param {
     static func decode(_ text: String, name: String) throws(RPCError) -> [UInt8] {
-        guard let d = Data(base64Encoded: text) else { throw .invalidParams("'\(name)' is not valid base64") }
-        return [UInt8](d)
+        guard let bytes = Base64Text.decode(text) else {
+            throw .invalidParams("'\(name)' is not valid base64 (standard alphabet, padded with '=' to a multiple of 4 characters)")
+        }
+        return bytes
     }
 }
 

@@ -224,6 +224,12 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         do { try machine.checkSend() } catch { throw misuse(method, allowed: "OPENED") }
     }
 
+    /// Whether a body given to `send` is dropped, as XHR's `send()` drops it: a GET or
+    /// HEAD goes out with no body and no `Content-Length`, whatever `body`, `bodyBase64`
+    /// or `sendData` carried (an empty `body` put `Content-Length: 0` on the wire). The
+    /// serializers and `sendWithFile` change the method instead, as before.
+    static func dropsBody(_ method: String) -> Bool { method == "GET" || method == "HEAD" }
+
     func send(body: TransferBody, timeout: Double, call: RPCCall?) throws(RPCError) -> Bool {
         try checkCanSend("send")
         switch body {
@@ -265,6 +271,8 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         case .file:
             request.body = body
             if ["GET", "HEAD", "POST"].contains(method), !keepsMethodWithFile { request.method = "PUT" }
+        case .bytes where Self.dropsBody(method), .segments where Self.dropsBody(method):
+            break  // XHR: "If this's request method is GET or HEAD, then set body to null"
         default:
             request.body = body
         }

@@ -124,7 +124,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         }
         let seconds = timeout.flatMap { $0 > 0 ? $0 : nil } ?? Self.defaultConnectTimeout
         let destination = SocketDestination(
-            host: host, port: port, tls: ssl, verifyPeer: verifyPeer, verifyHost: verifyHost,
+            host: Self.dialHost(host), port: port, tls: ssl, verifyPeer: verifyPeer, verifyHost: verifyHost,
             timeoutMs: UInt64(seconds * 1000), proxy: principal.secureCommunication ? env.egressProxy : nil)
         let c: SocketConnector
         do {
@@ -147,11 +147,21 @@ final class RawSocket: SessionObject, BudgetWaiter {
         c.start { [weak self] result in self?.connected(result) }
     }
 
+    /// The host to look up, connect to and verify: an IPv4 literal as the address the
+    /// host rules judged it to be, in dotted decimal (`127.0.0.1.` and `0x7f.1` are
+    /// 127.0.0.1; the resolver took the first for a name to look up), anything else as
+    /// given. `host` itself stays as the client wrote it, for `list`.
+    static func dialHost(_ host: String) -> String {
+        guard case .v4(let address)? = IPAddress.parseLiteral(host) else { return host }
+        return IPAddress.v4(address).description
+    }
+
     /// Queues `bytes` for the peer; returns how many. Refused past the outbound bound.
     func write(_ bytes: [UInt8]) throws(RPCError) -> Int {
         do { try machine.checkWrite() } catch { throw misuse("socket.write", error) }
         guard let stream else { throw misuse("socket.write", .init(allowed: "Open")) }
         let max = env.requestSettings.maxBufferBytes
+        guard bytes.count <= max else { throw ServiceError.writeNeverFits("maxBufferBytes", max: max, bytes.count, "--max-buffer-bytes") }
         guard stream.pendingWriteBytes + bytes.count <= max else {
             throw ServiceError.limitExceeded(
                 "maxBufferBytes", max: max,
@@ -160,6 +170,9 @@ final class RawSocket: SessionObject, BudgetWaiter {
         // The queue counts with the principal's other buffers, so many sockets to peers
         // that do not read cannot hold sockets × --max-buffer-bytes of the server.
         let budget = principal.limits.bufferedBytes
+        guard bytes.count <= budget else {
+            throw ServiceError.writeNeverFits("bufferedBytes", max: budget, bytes.count, "principal '\(principal.name)''s bufferedBytes limit")
+        }
         guard principal.bufferedBytes + bytes.count <= budget else {
             throw ServiceError.limitExceeded(
                 "bufferedBytes", max: budget,
@@ -178,6 +191,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
     func read(maxBytes: Int, encoding: BodyEncoding, into result: inout JSONObjectWriter) throws(RPCError) {
         _ = try inbound.read(maxBytes: maxBytes, encoding: encoding, complete: inputEnded, refilling: readingPaused,
                              into: &result)
+        if !readingPaused { sizeReads() }
         budgetFreed()
         result.add(RawSocket.closedKey, .bool(inputEnded && inbound.isEmpty))
     }
@@ -251,6 +265,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
 
     private func startReading() {
         guard let stream, !inputEnded else { return }
+        sizeReads()
         do {
             try stream.startReading { [weak self] event in
                 guard let self else { return }
@@ -277,8 +292,19 @@ final class RawSocket: SessionObject, BudgetWaiter {
             readingPaused = true
             stream?.stopReading()
             if principal.budgetExhausted { principal.waitForBudget(self) }
+        } else {
+            sizeReads()
         }
         if wasEmpty { notify("socket.onRead", ["socket": .string(handle), "available": .int(Int64(inbound.count))]) }
+    }
+
+    /// Keeps the stream's reads within the room left in the inbound buffer, so that it
+    /// never holds more than --max-buffer-bytes: reading pauses exactly at the limit
+    /// instead of one read (up to 64 KiB; over TLS up to a record's plaintext) past it.
+    /// The connector's early bytes (`connected`) were read before the socket had a
+    /// buffer and are taken as they are: a proxy's reply head holds few, if any.
+    private func sizeReads() {
+        stream?.maxReadBytes = max(1, env.requestSettings.maxBufferBytes - inbound.count)
     }
 
     /// Resumes reading once both this socket's buffer and its principal's have room.

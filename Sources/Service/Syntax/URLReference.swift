@@ -127,7 +127,7 @@ enum URLReference {
                 switch v {
                 case .string(let s): pairs.append((m.key, s))
                 case .bool(let b): pairs.append((m.key, b ? "true" : "false"))
-                case .int, .double: pairs.append((m.key, JSON.encodeString(v)))
+                case .int, .bigInteger, .double: pairs.append((m.key, JSON.encodeString(v)))
                 default:
                     throw .invalidParams("'query' values must be strings, numbers, booleans or arrays of them ('\(m.key)')")
                 }

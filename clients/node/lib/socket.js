@@ -164,7 +164,8 @@ class RemoteSocket extends EventEmitter {
    * socket.write: a string is sent as its UTF-8 bytes, a Buffer or Uint8Array as its bytes.
    * Resolves to the number of bytes queued; rejects with RPCError (invalid_state before
    * Open; limit_exceeded with data.limit maxBufferBytes when the server holds too many
-   * unsent bytes: nothing was queued, retry later).
+   * unsent bytes: nothing was queued, retry later; with data.neverFits true the write alone
+   * is larger than --max-buffer-bytes and can never fit: split it instead).
    */
   async write(data, options) {
     let params;

@@ -1964,7 +1964,8 @@ class Socket(_SocketCore):
         number of bytes.  Open only.  Past ``--max-buffer-bytes`` queued and not yet
         taken by the kernel it raises ``RPCError`` ``limit_exceeded``
         (``data.limit`` ``maxBufferBytes``) and nothing of ``data`` was queued: retry
-        later."""
+        later. A ``data`` larger than ``--max-buffer-bytes`` can never fit: the error
+        then has ``data.neverFits`` true (split it instead of retrying)."""
         n: int = self.client.call("socket.write", _socket_write_params(self.handle, data))["bytes"]
         return n
 

@@ -4,41 +4,56 @@ import Glibc
 import Darwin
 #endif
 
-/// Finds `\u` escapes of UTF-16 surrogates that do not form a pair, so they can be
-/// rewritten to `\ufffd` before yajl sees them.
+/// Finds `\u` escapes of UTF-16 surrogates that do not form a pair, so that the decoder
+/// refuses them as a parse error where they stand.
 ///
 /// yajl 2.1.0 mishandles them: `"\ud800"` decodes to `?`, a high surrogate followed by a
 /// non-surrogate escape (`"\ud800\u0041"`) is combined into a wrong astral character
 /// (U+10041), and a lone low surrogate (`"\udc00"`) comes out as the ill-formed bytes
-/// `ED B0 80`. None of that crashes, but all of it is silent corruption. JSON allows such
-/// escapes (RFC 8259 §8.2 leaves their meaning open), and JavaScript's and Python's
-/// encoders produce them for strings with a lone surrogate, so this layer accepts them and
-/// decodes each unpaired one as U+FFFD, the replacement Swift's own UTF-8 decoding uses.
-/// `\ufffd` is as long as the escape it replaces, so every offset stays what it was.
+/// `ED B0 80`. None of that crashes, but all of it is silent corruption. JSON's grammar
+/// allows such escapes, but RFC 8259 §8.2 leaves their meaning open, and a Swift string
+/// cannot hold a lone surrogate: the choice is to refuse or to change the text (U+FFFD).
+/// Changed text is not what the client sent, in an id (echoed back different) or in data
+/// (`socket.write "\ud800"` put `EF BF BD` on the wire), so the text is refused: the
+/// message is a parse error (-32700), as ill-formed UTF-8 is.
+///
+/// The check marks each unpaired escape for yajl to stop at: its first hex digit is
+/// rewritten to `x`, which yajl's lexer refuses right there ("invalid (non-hex)
+/// character"), so everything after (dropping the value, resynchronising at the next
+/// line, the offsets) is yajl's ordinary error path. The positions are reported too, so
+/// that the decoder can say why in its message (`message`) instead of yajl's words about
+/// a character the client never sent. The mark is as long as the digit it replaces, so
+/// every offset stays what it was.
 ///
 /// The scan is cheap: `memchr` for a backslash, which most messages do not contain at all.
 /// Escapes are found exactly, without tracking strings: a backslash escapes the next byte
 /// when it ends an odd run of backslashes, and the run starts either after a byte that is
 /// not a backslash or at the start of the buffer, which is a clean start because an odd
 /// trailing run is held back (below). Backslashes outside strings are invalid JSON, which
-/// yajl reports whether or not anything here was rewritten.
+/// yajl reports before it reaches any mark.
 ///
 /// An escape, or a high surrogate and the bytes that could be its partner, may be cut by
 /// the end of a chunk. Unless the input is final, the scan then asks the caller to hold
 /// back the last few bytes (at most 11, from the escape's backslash) and put them in front
 /// of the next chunk. They lie inside a string, so holding them back never delays a value.
-enum SurrogateEscapeRepair {
+enum SurrogateEscapeCheck {
+    /// The parse error's message for an unpaired surrogate escape, in yajl's style.
+    static let message = "lexical error: unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF without its pair) in string."
+
     /// The outcome for one buffer.
     struct Result {
-        /// A copy of the input with every unpaired surrogate escape rewritten, or nil
-        /// when there was nothing to rewrite (the common case: no copy is made).
-        var repaired: [UInt8]?
+        /// A copy of the input with every unpaired surrogate escape marked, or nil when
+        /// there was none (the common case: no copy is made).
+        var marked: [UInt8]?
+        /// Where yajl will stop for each mark: the offset of the marked digit (two past
+        /// the escape's backslash), in order.
+        var stops: [Int] = []
         /// How many bytes at the end to keep for the next chunk (0 when `final`).
         var heldBack = 0
     }
 
     /// Scans `buffer`; with `final` nothing more follows and nothing is held back.
-    static func repair(_ buffer: UnsafeRawBufferPointer, final: Bool) -> Result {
+    static func check(_ buffer: UnsafeRawBufferPointer, final: Bool) -> Result {
         var result = Result()
         guard let base = buffer.baseAddress else { return result }
         let n = buffer.count
@@ -70,11 +85,11 @@ enum SurrogateEscapeRepair {
                     result.heldBack = n - escape
                     return result
                 case .incomplete, .invalid:
-                    rewrite(escape, in: buffer, &result.repaired)
+                    mark(escape, in: buffer, &result)
                     i = next
                 }
             case 0xDC00...0xDFFF:
-                rewrite(escape, in: buffer, &result.repaired)  // no high surrogate before it
+                mark(escape, in: buffer, &result)  // no high surrogate before it
                 i = next
             default:
                 i = next
@@ -83,15 +98,13 @@ enum SurrogateEscapeRepair {
         return result
     }
 
-    /// Rewrites the escape at `at` (`\uD8xx`, six bytes) to `\ufffd`, copying the input
-    /// on the first rewrite. The scan goes on reading the original: it never looks at a
-    /// rewritten byte again.
-    private static func rewrite(_ at: Int, in buffer: UnsafeRawBufferPointer, _ copy: inout [UInt8]?) {
-        if copy == nil { copy = Array(buffer) }
-        copy?[at + 2] = UInt8(ascii: "f")
-        copy?[at + 3] = UInt8(ascii: "f")
-        copy?[at + 4] = UInt8(ascii: "f")
-        copy?[at + 5] = UInt8(ascii: "d")
+    /// Marks the escape at `at` (`\uD8xx`, six bytes): its first digit becomes `x`, and
+    /// the input is copied on the first mark. The scan goes on reading the original: it
+    /// never looks at a marked byte again.
+    private static func mark(_ at: Int, in buffer: UnsafeRawBufferPointer, _ result: inout Result) {
+        if result.marked == nil { result.marked = Array(buffer) }
+        result.marked?[at + 2] = UInt8(ascii: "x")
+        result.stops.append(at + 2)
     }
 
     private enum Scan {
