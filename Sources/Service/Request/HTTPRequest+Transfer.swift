@@ -169,7 +169,7 @@ extension HTTPRequest {
             } else {
                 perform(machine.failed(failure.text))
             }
-        } else if let why = downloadShortfall {
+        } else if let why = downloadShortfall ?? placeDownload() {
             perform(machine.failed(why))
         } else {
             flushNoticeData()
