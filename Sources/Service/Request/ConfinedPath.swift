@@ -8,13 +8,30 @@ import JSONRPC
 /// else its folder below the server's `--upload-root` / `--download-root`, named by the
 /// principal and made 0700 on first use. The socket owner (`local`) keeps the server's
 /// root itself, without the top-level names that are other principals' folders.
-/// `Server.fileRoot(_:for:)` builds it.
-struct FileRoot {
+struct FileRoot: Equatable {
     enum Purpose {
         case upload, download
 
         var name: String { self == .upload ? "upload root" : "download root" }
         var flag: String { self == .upload ? "--upload-root" : "--download-root" }
+        var configKey: String { self == .upload ? "uploadRoot" : "downloadRoot" }
+    }
+
+    /// The root of the principal called `principal`: its own from the config file, else
+    /// its folder (named by it) below the server's root; the socket owner (`local`)
+    /// keeps the server's root itself, less the folders of the principals that share
+    /// it. Nil when neither is configured.
+    static func of(_ purpose: Purpose, principal: String, config: ServerConfig) -> FileRoot? {
+        func own(_ c: PrincipalConfig) -> String? { purpose == .upload ? c.uploadRoot : c.downloadRoot }
+        if let entry = config.principals.first(where: { $0.name == principal }), let directory = own(entry) {
+            return FileRoot(purpose: purpose, directory: directory, subfolder: nil)
+        }
+        guard let shared = purpose == .upload ? config.uploadRoot : config.downloadRoot else { return nil }
+        guard principal == PrincipalTable.ownerName else {
+            return FileRoot(purpose: purpose, directory: shared, subfolder: principal)
+        }
+        let sharing = config.principals.filter { own($0) == nil }.map(\.name)
+        return FileRoot(purpose: purpose, directory: shared, subfolder: nil, reserved: Set(sharing))
     }
 
     let purpose: Purpose

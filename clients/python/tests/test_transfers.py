@@ -17,6 +17,7 @@ import shutil
 import stat
 import tempfile
 import time
+import unittest
 
 from support import ServerTestCase, XhrpcServer, pattern, req
 from tests.test_fetch_serializers import parse_multipart
@@ -366,6 +367,18 @@ class OnlyRegularFilesWithOneLink(TransferCase):
         self.assertRefused("a-folder.bin")
         self.assertFalse(os.path.exists(self.target("a-folder.bin.part")))
         self.assertEqual(os.listdir(self.target("a-folder.bin")), [])
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to give the part another owner")
+    def test_a_part_of_another_user_is_refused(self):
+        part = self.target("theirs.bin.part")
+        with open(part, "wb") as f:
+            f.write(b"theirs")
+        os.chown(part, 4321, 4321)
+        os.chmod(part, 0o644)
+        self.assertRefused("theirs.bin", resume=True)
+        with open(part, "rb") as f:
+            self.assertEqual(f.read(), b"theirs")
+        self.assertEqual((mode(part), os.lstat(part).st_uid), (0o644, 4321))
 
     def test_a_failed_rename_fails_the_request_and_keeps_the_part(self):
         """A folder made at the name during the body: the rename fails, so the request
