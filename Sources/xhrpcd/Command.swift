@@ -61,10 +61,10 @@ struct XHRPCD: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Redirects followed per request (config key \"maxRedirects\"; default 10).", valueName: "n"))
     var maxRedirects: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Directory that sendWithFile and upload may read from; without them they are refused (config key \"uploadRoot\").", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("Directory that sendWithFile, upload and multipart file parts read from, each principal below its folder dir/NAME (the socket owner below dir itself; a principal's \"uploadRoot\" in the config file wins); without it they are refused (config key \"uploadRoot\").", valueName: "dir"))
     var uploadRoot: String?
 
-    @Option(name: .long, help: ArgumentHelp("Directory that download writes into (files mode 0600, folders 0700); without it download is refused (config key \"downloadRoot\").", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("Directory that download writes into (files mode 0600, folders 0700), each principal below its folder dir/NAME as for --upload-root; without it download is refused (config key \"downloadRoot\").", valueName: "dir"))
     var downloadRoot: String?
 
     @Option(name: .long, help: ArgumentHelp("A PEM bundle of the CAs that https servers' certificates are verified against, instead of the system's (config key \"caFile\").", valueName: "file"))
