@@ -22,6 +22,8 @@ extension HTTPRequest {
                 }
                 if s == .opened || s == .done { pausedByClient = false }
                 if s == .done {
+                    // No attempt follows: a file to send is closed now, not at release.
+                    planned?.body = .none
                     finishDownload()
                     hub.flushProgress(of: self)
                     if let started = sentAt {

@@ -481,6 +481,29 @@ class Upload(TransferCase):
         self.assertEqual((progress[-1]["totalBytesWritten"], progress[-1]["totalBytesExpectedToWrite"]),
                          (self.SIZE, self.SIZE))
 
+    def test_the_file_is_closed_at_done_not_at_release(self):
+        path = os.path.join(self.roots.up, "held.bin")
+        with open(path, "wb") as f:
+            f.write(b"held " * 1000)
+        name = self.name()
+        self.c.call("upload", {"request": name, "url": self.upstream.url("/echo"), "path": "held.bin"})
+        self.c.wait_notification(lambda m: m["params"].get("request") == name and m["params"].get("state") == 5, 30)
+
+        def open_files():
+            fds = "/proc/%d/fd" % self.server.proc.pid
+            out = []
+            for fd in os.listdir(fds):
+                try:
+                    out.append(os.readlink(os.path.join(fds, fd)))
+                except OSError:
+                    pass
+            return out
+
+        self.assertEqual(self.c.call("getState", {"request": name})["stateName"], "DONE")
+        self.assertNotIn(path, open_files())
+        self.c.call("release", {"request": name})
+        self.c._discard_notifications(name)
+
     def test_data_base64_with_method_and_headers(self):
         data = bytes(range(256)) * 3
         echo, _ = self.echo_of({"request": self.name(), "url": self.upstream.url("/echo"), "method": "PUT",
