@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import stat
 import tempfile
 import time
@@ -402,15 +403,25 @@ class OnlyRegularFilesWithOneLink(TransferCase):
         self.c._discard_notifications(name)
 
     def test_upload_sendwithfile_and_multipart_refuse_the_same(self):
-        """A FIFO, a folder, a device link and a hard link in the upload root: refused by
-        all three with one error, and nothing is sent."""
+        """A FIFO, a folder, a socket, a device, a symbolic link and a hard link in the
+        upload root: refused by all three with one error, and nothing is sent."""
         os.mkfifo(os.path.join(self.roots.up, "a-fifo"), 0o600)
         self.unblock_fifo(os.path.join(self.roots.up, "a-fifo"))
         os.makedirs(os.path.join(self.roots.up, "a-folder"), exist_ok=True)
         if not os.path.exists(os.path.join(self.roots.up, "hard-link")):
             os.link(self.outside_file("shared"), os.path.join(self.roots.up, "hard-link"))
+        others = []
+        if not os.path.exists(os.path.join(self.roots.up, "a-socket")):
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.addCleanup(listener.close)
+            listener.bind(os.path.join(self.roots.up, "a-socket"))
+        others.append("a-socket")
+        if os.geteuid() == 0:
+            if not os.path.exists(os.path.join(self.roots.up, "a-device")):
+                os.mknod(os.path.join(self.roots.up, "a-device"), stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's
+            others.append("a-device")
         url = self.upstream.url("/echo")
-        for rel in ("a-fifo", "a-folder", "hard-link", "link-out", "../outside/victim", self.roots.up + "/hard-link"):
+        for rel in ["a-fifo", "a-folder", "hard-link", "link-out", "../outside/victim", self.roots.up + "/hard-link"] + others:
             with self.subTest(rel=rel):
                 calls = [("upload", {"url": url, "path": rel}),
                          ("upload", {"url": url, "multipart": [{"name": "f", "path": rel}]})]
