@@ -73,6 +73,21 @@ import TestSupport
                 #expect(error.reason == "path_not_allowed", "\(path): \(error)")
             }
         }
+        // What is opened is checked again, whatever was there when it was looked at
+        // (a FIFO swapped in: held open for writing here, so no open can block).
+        let writer = open(dir + "/fifo", O_RDWR | O_NONBLOCK)
+        defer { close(writer) }
+        let folder = open(dir, O_RDONLY | O_DIRECTORY)
+        defer { close(folder) }
+        for name in ["fifo", "twice", "link"] {
+            do {
+                let fd = try ConfinedPath.openRegular(name, in: folder, flags: O_RDONLY, path: name, root: root)
+                close(fd)
+                Issue.record("\(name) was opened")
+            } catch {
+                #expect(error.reason == "path_not_allowed", "\(name): \(error)")
+            }
+        }
         do {
             _ = try ConfinedPath.openForReading("missing", in: root)
             Issue.record("a missing file was opened")

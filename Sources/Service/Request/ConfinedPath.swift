@@ -50,16 +50,17 @@ struct FileRoot: Equatable {
         ([directory, subfolder ?? ""] + components).joined(separator: "\u{0}")
     }
 
-    /// A descriptor of the principal's folder (the caller closes it). Its subfolder is
-    /// made 0700 when missing and is never a symbolic link.
-    func open() throws(RPCError) -> Int32 {
+    /// A descriptor of the principal's folder (the caller closes it), for the client's
+    /// `path` (named in errors). Its subfolder is made 0700 when missing and is never a
+    /// symbolic link.
+    func open(for path: String) throws(RPCError) -> Int32 {
         let base = Foundation.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard base >= 0 else {
             throw ServiceError.fileError("The \(name) \(directory) cannot be opened: \(ConfinedPath.errnoText())")
         }
         guard let subfolder else { return base }
         defer { Foundation.close(base) }
-        return try ConfinedPath.folder(subfolder, in: base, creating: true, path: subfolder, root: self)
+        return try ConfinedPath.folder(subfolder, in: base, creating: true, path: path, root: self)
     }
 }
 
@@ -105,7 +106,7 @@ enum ConfinedPath {
     /// A descriptor of the folder holding the last component (the caller closes it);
     /// with `creating`, missing folders are made 0700.
     static func openParent(_ components: [String], path: String, in root: FileRoot, creating: Bool) throws(RPCError) -> Int32 {
-        var dir = try root.open()
+        var dir = try root.open(for: path)
         for folder in components.dropLast() {
             let next: Int32
             do throws(RPCError) { next = try self.folder(folder, in: dir, creating: creating, path: path, root: root) } catch {
