@@ -18,8 +18,8 @@ import CShims  // CURLINFO_* resolve through it in release (whole-module) builds
 /// (`TransferEngine+Redirects.swift`). Confined to the loop's thread, like everything
 /// in this module.
 public final class Transfer {
-    /// The request as the caller made it.
-    public let request: TransferRequest
+    /// The request as the caller made it (its body dropped once the run is over).
+    public private(set) var request: TransferRequest
     /// What the current hop sends: `request` at first, then what each redirect made of
     /// it (`RedirectRule`).
     var hop: TransferRequest
@@ -154,6 +154,10 @@ public final class Transfer {
             headerList = nil
         }
         upload = nil
+        // The run is over: a file body's descriptor closes with its last holder
+        // (`UploadFile`), not when whoever keeps this transfer lets it go.
+        request.body = .none
+        hop.body = .none
     }
 
     /// Hands the final head to the delegate: the block in progress, or, if libcurl never

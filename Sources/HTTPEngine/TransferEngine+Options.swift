@@ -252,9 +252,9 @@ extension TransferEngine {
             }
             if method != "POST" { try e.set(CURLOPT_CUSTOMREQUEST, method) }
             return true
-        case .file(let path) where method == "POST":
+        case .file(let file) where method == "POST":
             // `upload`'s POST of a file: streamed by the read callback with its length.
-            let source = try UploadSource(path: path)
+            let source = try UploadSource(file: file)
             try e.set(CURLOPT_POST, 1)
             try e.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: source.size)
             try setUpload(e, t, source)
@@ -266,8 +266,8 @@ extension TransferEngine {
             try setUpload(e, t, source)
             if method != "POST" { try e.set(CURLOPT_CUSTOMREQUEST, method) }
             return true
-        case .file(let path):
-            let source = try UploadSource(path: path)
+        case .file(let file):
+            let source = try UploadSource(file: file)
             try e.set(CURLOPT_UPLOAD, 1)
             try e.set(CURLOPT_INFILESIZE_LARGE, offset: source.size)
             try setUpload(e, t, source)

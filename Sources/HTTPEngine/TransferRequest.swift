@@ -55,24 +55,24 @@ public struct ProxySettings: Sendable, Equatable {
 /// One piece of a `.segments` body: bytes from memory or a whole file from disk.
 public enum BodySegment: Sendable {
     case bytes([UInt8])
-    case file(path: String)
+    case file(UploadFile)
 }
 
 /// The body of a request.
 ///
 /// `.bytes` is sent from memory without a copy when it is large (a read callback walks
 /// the array) and copied into libcurl when it is small (one write for head and body).
-/// `.file` is streamed from disk by a read callback, never loaded whole; the file is
-/// opened by `TransferEngine.start`, which throws when it cannot be, and closed when the
-/// transfer ends.
+/// `.file` is streamed from an open descriptor (`UploadFile`) by a read callback, never
+/// loaded whole; its size is taken by `TransferEngine.start`, which throws when it is
+/// not a regular file.
 /// `.segments` is a POST body made of pieces in order, bytes and files (a multipart
 /// body whose file parts stream from disk): its length is the sum, each file's size
-/// taken when the transfer starts; every file is opened by `start` (which throws when one
-/// cannot be) and read in place, and a file that shrinks meanwhile fails the transfer.
+/// taken when the transfer starts (`start` throws when one is not a regular file); each
+/// is read in place, and a file that shrinks meanwhile fails the transfer.
 public enum TransferBody: Sendable {
     case none
     case bytes([UInt8])
-    case file(path: String)
+    case file(UploadFile)
     case segments([BodySegment])
 }
 

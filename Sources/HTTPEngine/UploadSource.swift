@@ -8,21 +8,21 @@ import CCurl
 /// A request body that libcurl pulls through the read callback, with a seek so libcurl
 /// can rewind it (a 307/308 redirect or an auth retry sends the body again).
 ///
-/// `.file` keeps a descriptor opened by `TransferEngine.start` and reads it in the
-/// pieces libcurl asks for: a 5 GiB upload never sits in memory. The descriptor is closed
-/// when the source is dropped, which is when the transfer ends. Reads block the loop for
-/// the time a disk read takes, as libcurl's default `fread` would.
+/// `.file` reads the descriptor of an `UploadFile` (opened and checked by whoever built
+/// the request) in the pieces libcurl asks for: a 5 GiB upload never sits in memory.
+/// The source holds the file while the transfer runs; the file's owner closes it. Reads
+/// block the loop for the time a disk read takes, as libcurl's default `fread` would.
 final class UploadSource {
     private enum Origin {
         case bytes([UInt8])
-        case file(fd: Int32)
+        case file(UploadFile)
         /// Pieces in order, each with the offset where it begins in the body.
         case segments([(start: Int64, piece: Piece)])
     }
     /// A piece of a `.segments` body: bytes, or `size` bytes of an open file.
     private enum Piece {
         case bytes([UInt8])
-        case file(fd: Int32, size: Int64)
+        case file(UploadFile, size: Int64)
 
         var size: Int64 {
             switch self {
@@ -42,62 +42,44 @@ final class UploadSource {
         size = Int64(bytes.count)
     }
 
-    /// Opens `path` for reading. Throws a `TransferFailure` (`CURLE_READ_ERROR`) naming
-    /// the file and the system's reason when it cannot be opened or is not a regular file.
-    init(path: String) throws {
-        let (fd, size) = try Self.openRegular(path)
-        origin = .file(fd: fd)
-        self.size = size
+    /// Sends `file`, its size taken now. Throws a `TransferFailure` (`CURLE_READ_ERROR`)
+    /// when it is not a regular file.
+    init(file: UploadFile) throws {
+        size = try Self.regularSize(file)
+        origin = .file(file)
     }
 
-    /// Opens every file of `segments` (each must be a regular file); the body's size is
-    /// the sum of the pieces, the files' taken now. Throws as `init(path:)` does, having
-    /// closed what it opened.
+    /// Sends `segments` in order; the body's size is the sum of the pieces, the files'
+    /// taken now. Throws as `init(file:)` does.
     init(segments: [BodySegment]) throws {
         var pieces: [(start: Int64, piece: Piece)] = []
         var total: Int64 = 0
-        do {
-            for segment in segments {
-                let piece: Piece
-                switch segment {
-                case .bytes(let b):
-                    if b.isEmpty { continue }
-                    piece = .bytes(b)
-                case .file(let path):
-                    let (fd, size) = try Self.openRegular(path)
-                    piece = .file(fd: fd, size: size)
-                }
-                pieces.append((total, piece))
-                total += piece.size
+        for segment in segments {
+            let piece: Piece
+            switch segment {
+            case .bytes(let b):
+                if b.isEmpty { continue }
+                piece = .bytes(b)
+            case .file(let file):
+                piece = .file(file, size: try Self.regularSize(file))
             }
-        } catch {
-            for case (_, .file(let fd, _)) in pieces { close(fd) }
-            throw error
+            pieces.append((total, piece))
+            total += piece.size
         }
         origin = .segments(pieces)
         size = total
     }
 
-    private static func openRegular(_ path: String) throws -> (Int32, Int64) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw TransferFailure(CURLE_READ_ERROR, "Cannot open upload file \(path): \(reason)")
-        }
+    private static func regularSize(_ file: UploadFile) throws -> Int64 {
         var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
-            throw TransferFailure(CURLE_READ_ERROR, "Upload file \(path) is not a regular file")
+        guard fstat(file.descriptor, &st) == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw TransferFailure(CURLE_READ_ERROR, "Cannot read upload file \(file.name): \(reason)")
         }
-        return (fd, Int64(st.st_size))
-    }
-
-    deinit {
-        switch origin {
-        case .file(let fd): close(fd)
-        case .segments(let pieces): for case (_, .file(let fd, _)) in pieces { close(fd) }
-        case .bytes: break
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw TransferFailure(CURLE_READ_ERROR, "Upload file \(file.name) is not a regular file")
         }
+        return Int64(st.st_size)
     }
 
     /// Copies up to `capacity` bytes from the current offset; 0 at the end; on a read
@@ -113,9 +95,9 @@ final class UploadSource {
             }
             offset += Int64(n)
             return n
-        case .file(let fd):
+        case .file(let file):
             while true {
-                let n = pread(fd, buffer, capacity, off_t(offset))
+                let n = pread(file.descriptor, buffer, capacity, off_t(offset))
                 if n >= 0 {
                     offset += Int64(n)
                     return n
@@ -136,9 +118,9 @@ final class UploadSource {
                 }
                 offset += Int64(n)
                 return n
-            case .file(let fd, _):
+            case .file(let file, _):
                 while true {
-                    let got = pread(fd, buffer, n, off_t(within))
+                    let got = pread(file.descriptor, buffer, n, off_t(within))
                     if got > 0 {
                         offset += Int64(got)
                         return got

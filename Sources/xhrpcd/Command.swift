@@ -313,8 +313,8 @@ struct ConfigFile {
         return o
     }
 
-    /// The "principals" array: `{"name", "tokenSha256"?, "uid"?, "admin"?, "negotiate"?, "limits"?}`
-    /// each. A token is given only as the hex SHA-256 of its bytes, so the file holds
+    /// The "principals" array: `{"name", "tokenSha256"?, "uid"?, "admin"?, "negotiate"?, "limits"?,
+    /// "uploadRoot"?, "downloadRoot"?}` each (the roots: docs/guide/files.md). A token is given only as the hex SHA-256 of its bytes, so the file holds
     /// nothing that opens the server.
     func principals(defaults: PrincipalLimits) throws -> [PrincipalConfig] {
         guard let value = values["principals"] else { return [] }
@@ -323,7 +323,8 @@ struct ConfigFile {
             let what = "principals[\(index)]"
             guard case .object(let o) = item else { throw ValidationError("\(what) must be an object") }
             var entry = ConfigFile(values: o)
-            try entry.rejectUnknownKeys(["name", "tokenSha256", "uid", "admin", "negotiate", "limits"], in: what)
+            try entry.rejectUnknownKeys(["name", "tokenSha256", "uid", "admin", "negotiate", "limits", "uploadRoot", "downloadRoot"],
+                                        in: what)
             guard let name = entry.string("name") else { throw ValidationError("\(what) needs a \"name\"") }
             entry.keyName = { "\(what) (\(name)): \"\($0)\"" }
             var hash: [UInt8]?
@@ -340,8 +341,14 @@ struct ConfigFile {
             }
             let limits = try XHRPCD.limits(try entry.object("limits"), base: defaults, what: "\(what) (\(name)) limits")
             let admin = try entry.bool("admin")
-            return PrincipalConfig(name: name, tokenHash: hash, uid: uid, isAdmin: admin, mayNegotiate: try entry.bool("negotiate"),
-                                   limits: limits)
+            var principal = PrincipalConfig(name: name, tokenHash: hash, uid: uid, isAdmin: admin,
+                                            mayNegotiate: try entry.bool("negotiate"), limits: limits)
+            for key in ["uploadRoot", "downloadRoot"] where o[key] != nil && entry.string(key) == nil {
+                throw ValidationError("\(entry.keyName(key)) must be a directory path")
+            }
+            principal.uploadRoot = entry.string("uploadRoot")
+            principal.downloadRoot = entry.string("downloadRoot")
+            return principal
         }
     }
     /// The flag's value, else the file's (already of its type), checked against the

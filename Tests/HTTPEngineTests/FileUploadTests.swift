@@ -12,6 +12,13 @@ import TestSupport
         return path
     }
 
+    /// The body of the file at `path`, opened as the Service layer hands files over.
+    static func opened(_ path: String) -> TransferBody { .file(upload(path)) }
+
+    static func upload(_ path: String) -> UploadFile {
+        UploadFile(descriptor: open(path, O_RDONLY | O_CLOEXEC), name: path)
+    }
+
     /// GET and PUT send the file as a PUT; POST sends it as a POST (`upload`'s default;
     /// sendWithFile's POST is made a PUT by the Service layer before it gets here).
     @Test(arguments: [("GET", "PUT"), ("PUT", "PUT"), ("POST", "POST")])
@@ -21,7 +28,7 @@ import TestSupport
         let path = try FileUploadTests.tempFile(body)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var req = TransferRequest(method: method, url: h.url("/echo"))
-        req.body = .file(path: path)
+        req.body = FileUploadTests.opened(path)
         let r = try h.fetch(req)
         #expect(r.succeeded, "\(String(describing: r.failure))")
         let echo = json(r)
@@ -40,7 +47,7 @@ import TestSupport
         let path = try FileUploadTests.tempFile(body)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var req = TransferRequest(method: "REPORT", url: h.url("/echo"))
-        req.body = .file(path: path)
+        req.body = FileUploadTests.opened(path)
         let r = try h.fetch(req)
         #expect(json(r)["method"] as? String == "REPORT")
         #expect(json(r)["bodySha256"] as? String == sha256Hex(body))
@@ -54,7 +61,7 @@ import TestSupport
         let path = try FileUploadTests.tempFile(body)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var req = TransferRequest(method: "PUT", url: h.url("/redirect-to?url=%2Fecho&status=307"))
-        req.body = .file(path: path)
+        req.body = FileUploadTests.opened(path)
         let r = try h.fetch(req)
         #expect(r.succeeded, "\(String(describing: r.failure))")
         #expect(json(r)["method"] as? String == "PUT")
@@ -62,17 +69,17 @@ import TestSupport
         #expect(try h.finish() == [])
     }
 
-    @Test func missingFileIsRefusedAtStart() throws {
+    @Test func aFileThatIsNotRegularIsRefusedAtStart() throws {
         let h = try Harness()
         var req = TransferRequest(method: "PUT", url: h.url("/echo"))
-        req.body = .file(path: "/nonexistent/xhrpc-no-such-file")
+        req.body = FileUploadTests.opened("/dev/null")
         let r = Recorder()
         let t = Transfer(request: req, delegate: r)
         #expect {
             try h.engine.start(t)
         } throws: { e in
             let f = e as? TransferFailure
-            return f?.code == 26 && f?.text.contains("No such file") == true
+            return f?.code == 26 && f?.text.contains("not a regular file") == true
         }
         #expect(h.engine.activeTransfers == 0)
         h.idle(seconds: 0.05)

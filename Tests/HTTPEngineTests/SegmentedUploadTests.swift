@@ -16,7 +16,8 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: empty) }
         let head = Array("head\r\n".utf8), tail = Array("\r\ntail".utf8)
         var req = TransferRequest(method: method, url: h.url("/redirect-to?url=%2Fecho&status=307"))
-        req.body = .segments([.bytes(head), .file(path: path), .bytes([]), .file(path: empty), .bytes(tail), .file(path: path)])
+        req.body = .segments([.bytes(head), .file(FileUploadTests.upload(path)), .bytes([]), .file(FileUploadTests.upload(empty)),
+                              .bytes(tail), .file(FileUploadTests.upload(path))])
         let r = try h.fetch(req)
         #expect(r.succeeded, "\(String(describing: r.failure))")
         let whole = head + fileBytes + tail + fileBytes
@@ -27,16 +28,16 @@ import TestSupport
         #expect(try h.finish() == [])
     }
 
-    @Test func aMissingFileIsRefusedAtStart() throws {
+    @Test func aFileThatIsNotRegularIsRefusedAtStart() throws {
         let h = try Harness()
         var req = TransferRequest(method: "POST", url: h.url("/echo"))
-        req.body = .segments([.bytes([1]), .file(path: "/nonexistent/xhrpc-no-such-file")])
+        req.body = .segments([.bytes([1]), .file(FileUploadTests.upload("/dev/null"))])
         let r = Recorder()
         #expect {
             try h.engine.start(Transfer(request: req, delegate: r))
         } throws: { e in
             let f = e as? TransferFailure
-            return f?.code == 26 && f?.text.contains("No such file") == true
+            return f?.code == 26 && f?.text.contains("not a regular file") == true
         }
         #expect(h.engine.activeTransfers == 0)
         #expect(try h.finish() == [])

@@ -5,14 +5,19 @@ that names a request is tried by one principal on the other's request, and each 
 answer ``unknown_handle`` while the owner's request goes on untouched.
 """
 
+import base64
+import hashlib
 import json
 import os
+import shutil
+import stat
 import subprocess
+import tempfile
 import sys
 import time
 import unittest
 
-from support import ANY_STR, ServerTestCase, XhrpcServer, free_tcp_port, line, req
+from support import ANY_STR, ServerTestCase, XhrpcServer, free_tcp_port, line, pattern, req
 from test_request_object import ObjectTestCase, poll_until
 from test_requests import state_change
 from xhrpc import RPCError
@@ -474,6 +479,124 @@ class Limits(ObjectTestCase):
             self.assertBody(b, "fits", 500000)
             result = b.call("fetch", {"method": "GET", "url": self.url("/bytes/500001")})
             self.assertEqual(result["status"], 0)
+
+
+def _shared_roots():
+    """One folder serving as both roots (download a file, then upload it), so that a
+    principal reaching another's files would find them by the same name."""
+    base = tempfile.mkdtemp(prefix="xhrpc-py-roots-", dir="/tmp")
+    root = os.path.join(base, "files")
+    os.makedirs(root)
+    return base, root
+
+
+class FilesPerPrincipal(ServerTestCase):
+    """Each principal's files are in its own folder of the roots (made 0700), the owner
+    keeps the root without the principals' folders: one principal never reads, replaces
+    or uploads another's."""
+    TCP = True
+    UPSTREAM = True
+    PRINCIPALS = (ALICE, BOB)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.base, cls.root = _shared_roots()
+        cls.addClassCleanup(shutil.rmtree, cls.base, True)
+        cls.SERVER_ARGS = ("--download-root", cls.root, "--upload-root", cls.root)
+        super().setUpClass()
+
+    def setUp(self):
+        super().setUp()
+        self.alice = self.server.connect_as("alice")
+        self.bob = self.server.connect_as("bob")
+        self.addCleanup(self.alice.close)
+        self.addCleanup(self.bob.close)
+
+    def download(self, c, name, rel, seed):
+        from test_transfers import run_transfer
+        _, done, _, _ = run_transfer(c, "download", {"request": name, "path": rel,
+                                                     "url": self.upstream.url("/ranged/1000?seed=%d" % seed)})
+        return done
+
+    def test_one_principal_never_reads_replaces_or_uploads_anothers_files(self):
+        self.assertEqual(self.download(self.alice, "a1", "report.bin", 1)["status"], 200)
+        # By the same name bob finds no file of his: he never reads hers.
+        url = self.upstream.url("/echo")
+        got = self.bob.request("upload", {"url": url, "path": "report.bin"})
+        self.assertEqual((got.get("error", {}).get("code"), got.get("error", {}).get("data", {}).get("reason")),
+                         (-32008, "file_error"), got)
+        alices = os.path.join(self.root, "alice", "report.bin")
+        self.assertEqual(stat.S_IMODE(os.lstat(os.path.join(self.root, "alice")).st_mode), 0o700)
+        with open(alices, "rb") as f:
+            self.assertEqual(f.read(), pattern.pattern_bytes(1000, 1))
+        self.assertFalse(os.path.exists(os.path.join(self.root, "report.bin")))
+        # Bob's same name is his own file: alice's is not replaced.
+        self.assertEqual(self.download(self.bob, "b1", "report.bin", 2)["status"], 200)
+        with open(alices, "rb") as f:
+            self.assertEqual(f.read(), pattern.pattern_bytes(1000, 1))
+        with open(os.path.join(self.root, "bob", "report.bin"), "rb") as f:
+            self.assertEqual(f.read(), pattern.pattern_bytes(1000, 2))
+        # The ways to her folder are refused, for every kind of upload.
+        for rel in ("../alice/report.bin", os.path.join(self.root, "alice", "report.bin")):
+            for method, params in (("upload", {"url": url, "path": rel}),
+                                   ("upload", {"url": url, "multipart": [{"name": "f", "path": rel}]}),
+                                   ("fetch", {"url": url, "multipart": [{"name": "f", "path": rel}]})):
+                got = self.bob.request(method, params)
+                self.assertEqual(got["error"]["data"]["reason"], "path_not_allowed", (method, rel, got))
+            self.bob.call("create", {"request": "swf"})
+            self.bob.call("open", {"request": "swf", "method": "PUT", "url": url, "subscribe": False})
+            got = self.bob.request("sendWithFile", {"request": "swf", "path": rel})
+            self.assertEqual(got["error"]["data"]["reason"], "path_not_allowed", (rel, got))
+            self.bob.call("release", {"request": "swf"})
+        # Alice reads her own back.
+        started = self.alice.call("upload", {"request": "up", "url": url, "path": "report.bin"})
+        self.alice.wait_notification(lambda m: m["params"].get("request") == "up" and m["params"].get("state") == 5, 30)
+        echo = json.loads(base64.b64decode(self.alice.call("getReceiveBuffer", {"request": "up"})["data"]))
+        self.assertEqual((started["request"], echo["bodySha256"]),
+                         ("up", hashlib.sha256(pattern.pattern_bytes(1000, 1)).hexdigest()))
+
+    def test_the_owner_keeps_the_root_but_not_the_principals_folders(self):
+        with self.server.connect() as owner:
+            self.assertEqual(self.download(owner, "o1", "owners.bin", 3)["status"], 200)
+            self.assertTrue(os.path.isfile(os.path.join(self.root, "owners.bin")))
+            for rel in ("alice/x.bin", "bob", "alice"):
+                got = owner.request("download", {"url": self.upstream.url("/ranged/10"), "path": rel})
+                self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"]), (-32602, "path_not_allowed"),
+                                 (rel, got))
+            got = owner.request("upload", {"url": self.upstream.url("/echo"), "path": "alice/report.bin"})
+            self.assertEqual(got["error"]["data"]["reason"], "path_not_allowed", got)
+            self.assertEqual(owner.call("list"), [])
+
+
+class OwnRootFromTheConfig(ServerTestCase):
+    """A principal's "downloadRoot" and "uploadRoot" in the config file are its roots."""
+    TCP = True
+    UPSTREAM = True
+
+    @classmethod
+    def setUpClass(cls):
+        cls.base, cls.root = _shared_roots()
+        cls.addClassCleanup(shutil.rmtree, cls.base, True)
+        cls.own = os.path.join(cls.base, "carols")
+        os.makedirs(cls.own)
+        cls.PRINCIPALS = (ALICE, dict(CAROL, downloadRoot=cls.own, uploadRoot=cls.own))
+        cls.SERVER_ARGS = ("--download-root", cls.root)
+        super().setUpClass()
+
+    def test_the_principals_own_root(self):
+        with self.server.connect_as("carol") as carol:
+            from test_transfers import run_transfer
+            _, done, _, _ = run_transfer(carol, "download", {"request": "c1", "path": "mine.bin",
+                                                             "url": self.upstream.url("/ranged/100?seed=5")})
+            self.assertEqual(done["status"], 200)
+            self.assertEqual(os.listdir(self.own), ["mine.bin"])
+            self.assertEqual(os.listdir(self.root), [])
+            got = carol.call("upload", {"url": self.upstream.url("/echo"), "path": "mine.bin"})
+            self.assertIn("request", got)
+        with self.server.connect_as("alice") as alice:
+            got = alice.request("upload", {"url": self.upstream.url("/echo"), "path": "x"})
+            self.assertEqual(got["error"]["data"]["reason"], "forbidden")
+            self.assertIn("--upload-root", got["error"]["message"])
 
 
 if __name__ == "__main__":

@@ -14,11 +14,13 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import stat
 import tempfile
 import time
+import unittest
 
-from support import ServerTestCase, XhrpcServer, pattern
+from support import ServerTestCase, XhrpcServer, pattern, req
 from test_fetch_serializers import parse_multipart
 from xhrpc import AsyncClient, RPCError
 
@@ -295,6 +297,171 @@ class Download(TransferCase):
         os.unlink(path)
 
 
+class OnlyRegularFilesWithOneLink(TransferCase):
+    """A FIFO, a folder, or a hard link to a file elsewhere, as the name, its ``.part``
+    or its ``.part.meta``, is ``path_not_allowed``: never opened (a FIFO opened for
+    writing would block the whole daemon), never written, never chmod'ed."""
+
+    def outside_file(self, name, data=b"outside, keep me\n", mode=0o644):
+        path = os.path.join(self.roots.outside, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, mode)
+        return path
+
+    def assertRefused(self, rel, resume=False):
+        with self.assertRaises(RPCError) as e:
+            self.c.call("download", {"request": self.name(), "url": self.upstream.url("/ranged/10"), "path": rel,
+                                     "resume": resume})
+        self.assertEqual((e.exception.code, e.exception.reason), (-32602, "path_not_allowed"), rel)
+        self.assertEqual(self.c.call("list"), [])
+
+    def unblock_fifo(self, path):
+        """Cleanup for a daemon stuck opening the FIFO (the fault): give it its peer."""
+        def unblock():
+            for flags in (os.O_RDONLY | os.O_NONBLOCK, os.O_WRONLY | os.O_NONBLOCK):
+                try:
+                    os.close(os.open(path, flags))
+                except OSError:
+                    pass
+        self.addCleanup(unblock)
+
+    def test_a_fifo_is_refused_and_the_daemon_keeps_serving(self):
+        for rel, leaf, resume in (("fifo-a.bin", "fifo-a.bin.part", False), ("fifo-b.bin", "fifo-b.bin.part.meta", True),
+                                  ("fifo-c.bin", "fifo-c.bin", False)):
+            with self.subTest(leaf=leaf):
+                if leaf.endswith(".meta"):
+                    with open(self.target(rel + ".part"), "wb") as f:
+                        f.write(b"kept")
+                fifo = self.target(leaf)
+                os.mkfifo(fifo, 0o600)
+                self.unblock_fifo(fifo)
+                # Sent without waiting: the answer to another connection's call proves
+                # the loop is not stuck in open(2), whatever the download's answer.
+                self.c.send(req("download", 71, {"request": self.name(), "url": self.upstream.url("/ranged/10"),
+                                                 "path": rel, "resume": resume}))
+                other = self.connect()
+                self.assertEqual(other.call("server.info", timeout=10)["name"], "xhrpcd")
+                answer = self.c.read_message(10)
+                self.assertEqual((answer["id"], answer["error"]["code"], answer["error"]["data"]["reason"]),
+                                 (71, -32602, "path_not_allowed"), answer)
+                self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+                self.assertEqual(self.c.call("list"), [])
+
+    def test_a_hard_link_is_refused_and_the_file_it_shares_is_untouched(self):
+        for rel, leaf in (("linked-a.bin", "linked-a.bin.part"), ("linked-b.bin", "linked-b.bin.part.meta"),
+                          ("linked-c.bin", "linked-c.bin")):
+            with self.subTest(leaf=leaf):
+                outside = self.outside_file(leaf + ".victim")
+                os.link(outside, self.target(leaf))
+                if leaf.endswith(".meta"):
+                    with open(self.target(rel + ".part"), "wb") as f:
+                        f.write(b"kept")
+                self.assertRefused(rel, resume=leaf.endswith(".meta"))
+                with open(outside, "rb") as f:
+                    self.assertEqual(f.read(), b"outside, keep me\n")
+                self.assertEqual(mode(outside), 0o644)
+                self.assertEqual(os.lstat(outside).st_nlink, 2)
+
+    def test_a_folder_as_the_name_is_refused(self):
+        os.mkdir(self.target("a-folder.bin"))
+        self.assertRefused("a-folder.bin")
+        self.assertFalse(os.path.exists(self.target("a-folder.bin.part")))
+        self.assertEqual(os.listdir(self.target("a-folder.bin")), [])
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to give the part another owner")
+    def test_a_part_of_another_user_is_refused(self):
+        part = self.target("theirs.bin.part")
+        with open(part, "wb") as f:
+            f.write(b"theirs")
+        os.chown(part, 4321, 4321)
+        os.chmod(part, 0o644)
+        self.assertRefused("theirs.bin", resume=True)
+        with open(part, "rb") as f:
+            self.assertEqual(f.read(), b"theirs")
+        self.assertEqual((mode(part), os.lstat(part).st_uid), (0o644, 4321))
+
+    def test_a_failed_rename_fails_the_request_and_keeps_the_part(self):
+        """A folder made at the name during the body: the rename fails, so the request
+        does (status 0, the reason), and nothing is called done that is not on disk."""
+        name = self.name()
+        rel = "late-folder.bin"
+        n = 20_000
+        self.c.batch([("download", {"request": name, "path": rel,
+                                    "url": self.upstream.url("/ranged/%d?chunk=1000&delay=100" % n)}),
+                      ("subscribe", {"request": name, "events": ["progress"]})])
+        self.c.wait_notification(lambda m: m["method"] == "onProgress" and m["params"]["request"] == name
+                                 and m["params"]["totalBytesReceived"] > 0, 30)
+        os.mkdir(self.target(rel))
+        done = self.c.wait_notification(lambda m: m["method"] == "onStateChange" and m["params"]["request"] == name
+                                        and m["params"]["state"] == 5, 30)["params"]
+        self.assertEqual(done["status"], 0, done)
+        self.assertIn("Cannot move 'late-folder.bin.part' to 'late-folder.bin'", done["statusText"])
+        self.assertEqual(os.path.getsize(self.target(rel + ".part")), n)
+        self.assertEqual(os.listdir(self.target(rel)), [])
+        self.c.call("release", {"request": name})
+        self.c._discard_notifications(name)
+
+    def test_upload_sendwithfile_and_multipart_refuse_the_same(self):
+        """A FIFO, a folder, a socket, a device, a symbolic link and a hard link in the
+        upload root: refused by all three with one error, and nothing is sent."""
+        os.mkfifo(os.path.join(self.roots.up, "a-fifo"), 0o600)
+        self.unblock_fifo(os.path.join(self.roots.up, "a-fifo"))
+        os.makedirs(os.path.join(self.roots.up, "a-folder"), exist_ok=True)
+        if not os.path.exists(os.path.join(self.roots.up, "hard-link")):
+            os.link(self.outside_file("shared"), os.path.join(self.roots.up, "hard-link"))
+        others = []
+        if not os.path.exists(os.path.join(self.roots.up, "a-socket")):
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.addCleanup(listener.close)
+            listener.bind(os.path.join(self.roots.up, "a-socket"))
+        others.append("a-socket")
+        if os.geteuid() == 0:
+            if not os.path.exists(os.path.join(self.roots.up, "a-device")):
+                os.mknod(os.path.join(self.roots.up, "a-device"), stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's
+            others.append("a-device")
+        url = self.upstream.url("/echo")
+        for rel in ["a-fifo", "a-folder", "hard-link", "link-out", "../outside/victim", self.roots.up + "/hard-link"] + others:
+            with self.subTest(rel=rel):
+                calls = [("upload", {"url": url, "path": rel}),
+                         ("upload", {"url": url, "multipart": [{"name": "f", "path": rel}]})]
+                for method, params in calls:
+                    got = self.c.request(method, params)
+                    self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"]), (-32602, "path_not_allowed"),
+                                     (method, got))
+                r = self.name()
+                self.c.call("create", {"request": r})
+                self.c.call("open", {"request": r, "method": "PUT", "url": url, "subscribe": False})
+                got = self.c.request("sendWithFile", {"request": r, "path": rel})
+                self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"]), (-32602, "path_not_allowed"), got)
+                got = self.c.request("addMultipartPart", {"request": r, "name": "f", "path": rel})
+                self.assertEqual((got["error"]["code"], got["error"]["data"]["reason"]), (-32602, "path_not_allowed"), got)
+                self.assertEqual(self.c.call("getState", {"request": r})["stateName"], "OPENED")
+                self.c.call("release", {"request": r})
+        self.assertEqual(self.c.call("list"), [])
+
+
+class CancelAndResume(TransferCase):
+    def test_an_abort_mid_body_then_resume_completes_the_file(self):
+        name = self.name()
+        rel = "cancelled.bin"
+        self.c.batch([("download", {"request": name, "path": rel,
+                                    "url": self.upstream.url("/ranged/%d?chunk=4096&delay=100" % N)}),
+                      ("subscribe", {"request": name, "events": ["progress"]})])
+        self.c.wait_notification(lambda m: m["method"] == "onProgress" and m["params"]["request"] == name
+                                 and m["params"]["totalBytesReceived"] > 0, 30)
+        self.assertIs(self.c.call("abort", {"request": name}), True)
+        self.c.call("release", {"request": name})
+        self.c._discard_notifications(name)
+        kept = os.path.getsize(self.target(rel + ".part"))
+        self.assertTrue(0 < kept < N, kept)
+        _, done, progress, headers = self.download("/ranged/%d" % N, rel, resume=True)
+        self.assertEqual((done["status"], headers["x-seen-range"]), (206, "bytes=%d-" % kept))
+        self.assertEqual(file_sha(self.target(rel)), pattern.pattern_sha256(N))
+        self.assertFalse(os.path.exists(self.target(rel + ".part")))
+        self.assertEqual(progress[-1]["totalBytesReceived"], N)
+
+
 class Upload(TransferCase):
     SIZE = 200_003
 
@@ -324,6 +491,29 @@ class Upload(TransferCase):
         self.assertEqual((echo["method"], echo["bodyLength"], echo["bodySha256"]), ("POST", self.SIZE, sha(data)))
         self.assertEqual((progress[-1]["totalBytesWritten"], progress[-1]["totalBytesExpectedToWrite"]),
                          (self.SIZE, self.SIZE))
+
+    def test_the_file_is_closed_at_done_not_at_release(self):
+        path = os.path.join(self.roots.up, "held.bin")
+        with open(path, "wb") as f:
+            f.write(b"held " * 1000)
+        name = self.name()
+        self.c.call("upload", {"request": name, "url": self.upstream.url("/echo"), "path": "held.bin"})
+        self.c.wait_notification(lambda m: m["params"].get("request") == name and m["params"].get("state") == 5, 30)
+
+        def open_files():
+            fds = "/proc/%d/fd" % self.server.proc.pid
+            out = []
+            for fd in os.listdir(fds):
+                try:
+                    out.append(os.readlink(os.path.join(fds, fd)))
+                except OSError:
+                    pass
+            return out
+
+        self.assertEqual(self.c.call("getState", {"request": name})["stateName"], "DONE")
+        self.assertNotIn(path, open_files())
+        self.c.call("release", {"request": name})
+        self.c._discard_notifications(name)
 
     def test_data_base64_with_method_and_headers(self):
         data = bytes(range(256)) * 3

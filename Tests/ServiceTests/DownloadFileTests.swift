@@ -8,9 +8,11 @@ import TestSupport
 /// `DownloadFile` alone, on a real temporary folder: the confinement of the paths it
 /// creates, the modes, and what a response head means for the part file.
 @Suite struct DownloadFileTests {
+    private func root(_ directory: String) -> FileRoot { FileRoot(purpose: .download, directory: directory, subfolder: nil) }
+
     private func reason(_ path: String, _ root: String) -> String? {
         do {
-            _ = try DownloadFile.open(path, root: root, resume: false)
+            _ = try DownloadFile.open(path, root: self.root(root), resume: false)
         } catch {
             return error.reason
         }
@@ -36,7 +38,7 @@ import TestSupport
     @Test func createsFoldersAndThePartOwnerOnly() throws {
         let root = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let file = try DownloadFile.open("a/b/f.bin", root: root, resume: false)
+        let file = try DownloadFile.open("a/b/f.bin", root: self.root(root), resume: false)
         defer { file.close() }
         func mode(_ p: String) throws -> Int {
             (try FileManager.default.attributesOfItem(atPath: root + "/" + p)[.posixPermissions] as? Int) ?? -1
@@ -47,21 +49,34 @@ import TestSupport
         #expect(file.headArrived(status: 200, headers: [("Content-Length", "3")], url: "u") == .write)
         let bytes: [UInt8] = [1, 2, 3]
         #expect(bytes.withUnsafeBytes { file.write($0) } == nil)
-        file.finish(succeeded: true)
-        #expect(file.renamed)
+        #expect(file.place() == nil)
         #expect(FileManager.default.contents(atPath: root + "/a/b/f.bin") == Data(bytes))
     }
 
     @Test func aShortBodyIsNotRenamed() throws {
         let root = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let file = try DownloadFile.open("f", root: root, resume: false)
+        let file = try DownloadFile.open("f", root: self.root(root), resume: false)
+        defer { file.close() }
         #expect(file.headArrived(status: 200, headers: [("Content-Length", "10")], url: "u") == .write)
         #expect(file.incompleteness != nil)
-        file.finish(succeeded: true)
-        #expect(!file.renamed)
+        #expect(file.place() == nil)
         #expect(FileManager.default.fileExists(atPath: root + "/f.part"))
         #expect(!FileManager.default.fileExists(atPath: root + "/f"))
+    }
+
+    /// A folder put at the name while the body arrived: the rename fails and says so,
+    /// and the part stays.
+    @Test func aFailedRenameIsReported() throws {
+        let root = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let file = try DownloadFile.open("f", root: self.root(root), resume: false)
+        defer { file.close() }
+        #expect(file.headArrived(status: 200, headers: [("Content-Length", "1")], url: "u") == .write)
+        #expect([UInt8(7)].withUnsafeBytes { file.write($0) } == nil)
+        try FileManager.default.createDirectory(atPath: root + "/f", withIntermediateDirectories: false)
+        #expect(file.place()?.hasPrefix("Cannot move 'f.part' to 'f': ") == true)
+        #expect(FileManager.default.contents(atPath: root + "/f.part") == Data([7]))
     }
 
     @Test func resumeAsksForTheRestAndChecksWhereTheServerResumed() throws {
@@ -69,7 +84,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: root) }
         try Data([1, 2, 3, 4]).write(to: URL(fileURLWithPath: root + "/r.part"))
         try Data(#"{"etag":"\"v1\""}"#.utf8).write(to: URL(fileURLWithPath: root + "/r.part.meta"))
-        let file = try DownloadFile.open("r", root: root, resume: true)
+        let file = try DownloadFile.open("r", root: self.root(root), resume: true)
         defer { file.close() }
         #expect(file.keptBytes == 4)
         #expect(file.rangeHeaders.map(\.value) == ["bytes=4-", "\"v1\""])

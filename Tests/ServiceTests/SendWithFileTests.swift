@@ -30,7 +30,7 @@ import TestSupport
                     try c.call("sendWithFile", ["request": "f", "path": .string(path)])
                     Issue.record("\(path) was sent")
                 } catch let e as TestClient.RPCFailure {
-                    #expect(e.reason == "forbidden", "\(path): \(e)")
+                    #expect(e.reason == "path_not_allowed", "\(path): \(e)")
                 }
             }
         }

@@ -306,7 +306,7 @@ export interface StoredCredential {
 
 export type AuthName = 'BASIC' | 'DIGEST' | 'NTLM' | 'NEGOTIATE';
 
-/** A multipart/form-data part on the wire: a text field, or a file (bytes or a path below --upload-root). */
+/** A multipart/form-data part on the wire: a text field, or a file (bytes or a path below the principal's upload root). */
 export type MultipartPartParams =
   | { name: string; value: string; contentType?: string; filename?: string }
   | { name: string; filename?: string; contentType?: string; dataBase64: string }
@@ -646,7 +646,7 @@ export interface UploadParams {
   timeout?: number;
 }
 
-/** The server's download, into path below its --download-root. */
+/** The server's download, into path below the principal's download root. */
 export interface ServerDownloadParams {
   url: string;
   path: string;
@@ -667,7 +667,7 @@ export interface TransferOptions {
 }
 
 export interface UploadOptions extends TransferOptions {
-  /** A file below the server's --upload-root. */
+  /** A file below the principal's upload root (docs/guide/files.md). */
   path?: string;
   /** The body, when no path is given. */
   data?: string | Uint8Array;
@@ -831,9 +831,9 @@ export class Client {
    * rejects with DownloadError for a status outside 2xx or a transfer that failed.
    */
   download(url: string, path: string, options?: DownloadOptions): Promise<DownloadResult>;
-  /** The server's upload (a file below its --upload-root, or data); resolves at DONE. */
+  /** The server's upload (a file below the principal's upload root, or data); resolves at DONE. */
   upload(url: string, options: UploadOptions): Promise<TransferResult>;
-  /** The server's download into path below its --download-root; resolves at DONE. */
+  /** The server's download into path below the principal's download root; resolves at DONE. */
   serverDownload(url: string, path: string, options?: ServerDownloadOptions): Promise<TransferResult>;
   /**
    * socket.create: a raw TCP (or TLS) stream the server holds, as a RemoteSocket; its

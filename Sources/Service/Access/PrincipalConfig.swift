@@ -66,6 +66,10 @@ public struct PrincipalConfig: Sendable, Equatable {
     /// (`"negotiate": true`; `ServerConfig.allowNegotiate`).
     public var mayNegotiate = false
     public var limits: PrincipalLimits
+    /// The principal's own upload and download roots (`"uploadRoot"`, `"downloadRoot"`);
+    /// nil: its folder below the server's (`Server.fileRoot`).
+    public var uploadRoot: String?
+    public var downloadRoot: String?
 
     public init(name: String, tokenHash: [UInt8]?, uid: UInt32?, isAdmin: Bool, mayNegotiate: Bool = false,
                 limits: PrincipalLimits) {

@@ -130,7 +130,7 @@ extension Server {
             throw RPCError.invalidParams("'multipart' must be a non-empty array of parts")
         }
         for item in items {
-            try r.addMultipartPart(try MultipartPart.parse(item, uploadRoot: config.uploadRoot))
+            try r.addMultipartPart(try MultipartPart.parse(item, uploadRoot: fileRoot(.upload, for: r.principal)))
         }
     }
 

@@ -98,7 +98,7 @@ extension Server {
         }
 
         onRequest("addMultipartPart", params: ["name", "value?", "filename?", "contentType?", "dataBase64?", "path?"]) { [unowned self] r, call in
-            try r.addMultipartPart(try MultipartPart.parse(.object(call.params.object), uploadRoot: config.uploadRoot))
+            try r.addMultipartPart(try MultipartPart.parse(.object(call.params.object), uploadRoot: fileRoot(.upload, for: r.principal)))
             return true
         }
 
@@ -136,15 +136,14 @@ extension Server {
             return true
         }
 
-        registerSend("send", params: ["body?", "bodyBase64?", "timeout?"]) { p in try BodyParams.body(p) }
-        registerSend("sendData", params: ["data", "timeout?"]) { p in
+        registerSend("send", params: ["body?", "bodyBase64?", "timeout?"]) { _, p in try BodyParams.body(p) }
+        registerSend("sendData", params: ["data", "timeout?"]) { _, p in
             .bytes(try Base64Param.decode(try p.string("data"), name: "data"))
         }
-        registerSend("sendWithFile", params: ["path", "timeout?"]) { [unowned self] p in
-            guard let root = config.uploadRoot else {
-                throw ServiceError.needsConfiguration("sendWithFile needs the server to be started with --upload-root")
-            }
-            return .file(path: try ConfinedPath.resolve(try p.string("path"), root: root, rootName: "upload root"))
+        // The rule of `upload {path}` and multipart file parts (`ConfinedPath`).
+        registerSend("sendWithFile", params: ["path", "timeout?"]) { [unowned self] r, p in
+            let root = try requireFileRoot(.upload, for: r.principal, "sendWithFile")
+            return .file(try ConfinedPath.openForReading(try p.string("path"), in: root))
         }
 
         onRequest("getState") { r, _ in
@@ -214,12 +213,12 @@ extension Server {
     }
 
     /// The three sends differ only in where the body comes from.
-    private func registerSend(_ name: String, params: [String], body: @escaping (Params) throws -> TransferBody) {
+    private func registerSend(_ name: String, params: [String], body: @escaping (HTTPRequest, Params) throws -> TransferBody) {
         registry.register(name, params: ["request"] + params) { [unowned self] call in
             let r = try request(call)
             try checkAcceptingTransfers()
             try r.checkCanSend(name)
-            let transferBody = try body(call.params)
+            let transferBody = try body(r, call.params)
             let timeout = try call.params.optionalSeconds("timeout") ?? 0
             let isAsync = try r.send(body: transferBody, timeout: timeout, call: call)
             return isAsync ? .result(true) : .deferred

@@ -27,10 +27,8 @@ extension Server {
             }
             var body = TransferBody.none
             if let path = try p.optionalString("path") {
-                guard let root = config.uploadRoot else {
-                    throw ServiceError.needsConfiguration("upload of a path needs the server to be started with --upload-root")
-                }
-                body = .file(path: try ConfinedPath.resolveRelative(path, root: root, rootName: "upload root"))
+                let root = try requireFileRoot(.upload, for: s.principal, "upload of a path")
+                body = .file(try ConfinedPath.openForReading(path, in: root))
             } else if let data = try p.optionalString("dataBase64") {
                 body = .bytes(try Base64Param.decode(data, name: "dataBase64"))
             }
@@ -55,9 +53,7 @@ extension Server {
             let p = call.params
             let url = try p.string("url")
             try HTTPSyntax.checkURL(url)
-            guard let root = config.downloadRoot else {
-                throw ServiceError.needsConfiguration("download needs the server to be started with --download-root")
-            }
+            let root = try requireFileRoot(.download, for: s.principal, "download")
             for m in try p.optionalObject("headers")?.members ?? [] where ["range", "if-range"].contains(m.key.lowercased()) {
                 throw RPCError.invalidParams("download sets '\(m.key)' itself (resume: true)")
             }

@@ -3,17 +3,17 @@ import HTTPEngine
 import JSON
 import JSONRPC
 
-/// Where a `download`'s body goes instead of the receive buffer: `NAME.part` below
-/// `--download-root`, renamed to `NAME` only when the body is complete. The request
-/// object owns one (`HTTPRequest.download`) from `download` until it reaches DONE or
-/// is released; every path closes its descriptors (`close`).
+/// Where a `download`'s body goes instead of the receive buffer: `NAME.part` below the
+/// principal's download root (`FileRoot`), renamed to `NAME` only when the body is
+/// complete. The request object owns one (`HTTPRequest.download`) from `download` until
+/// it reaches DONE or is released; every path closes its descriptors (`close`).
 ///
-/// Confinement for creation (the counterpart of `ConfinedPath`, which confines files
-/// that already exist): the path is relative, without `.`/`..`/empty components, and is
-/// walked one component at a time with `openat(O_NOFOLLOW)` from a descriptor of the
-/// root, so no symbolic link — in the middle or as the final name — is ever followed,
-/// and nothing can be swapped in between the check and the open. Missing folders are
-/// made 0700; the part file is opened `O_NOFOLLOW` and set to 0600.
+/// The path follows `ConfinedPath`'s rule, the one every file a client names follows:
+/// walked with `openat(O_NOFOLLOW)` from the root's descriptor, missing folders made
+/// 0700; `NAME`, `NAME.part` and `NAME.part.meta` must each be absent or a regular file
+/// with one link (a FIFO, a folder, a hard link to a file elsewhere are refused before
+/// anything opens them), the part the server's own; the part is opened `O_NONBLOCK`,
+/// checked again on its descriptor, and set to 0600.
 ///
 /// Resume: beside the part file, `NAME.part.meta` (0600, small JSON: `etag`,
 /// `lastModified`, `url`) keeps the validator of the response the part came from,
@@ -27,7 +27,10 @@ import JSONRPC
 final class DownloadFile {
     /// The path as the client gave it, checked (components joined by `/`).
     let path: String
+    /// `path` within its principal's root (`FileRoot.key`): what `pathsInUse` holds.
+    private let key: String
     private let name: String
+    private let root: FileRoot
     private var dirFD: Int32
     private var partFD: Int32
     /// Bytes of the part kept from an earlier attempt, asked for with `Range`.
@@ -40,8 +43,7 @@ final class DownloadFile {
     /// The whole file's length when the response says it (Content-Length of a 200,
     /// Content-Range's total of a 206).
     private var expectedTotal: Int64?
-    private(set) var renamed = false
-    /// The root-relative paths of the downloads whose part files are open: a second
+    /// The files (`FileRoot.key`) of the downloads whose part files are open: a second
     /// download of the same path would truncate or interleave the first's part. Touched
     /// only on the loop's thread (`open`, `close`), like every session object.
     nonisolated(unsafe) private static var pathsInUse: Set<String> = []
@@ -59,10 +61,12 @@ final class DownloadFile {
         case fail(String)
     }
 
-    private init(path: String, name: String, dirFD: Int32, partFD: Int32, keptBytes: Int64,
+    private init(path: String, key: String, name: String, root: FileRoot, dirFD: Int32, partFD: Int32, keptBytes: Int64,
                  validator: (etag: String?, lastModified: String?)) {
         self.path = path
+        self.key = key
         self.name = name
+        self.root = root
         self.dirFD = dirFD
         self.partFD = partFD
         self.keptBytes = keptBytes
@@ -77,45 +81,34 @@ final class DownloadFile {
 
     // MARK: Opening
 
-    /// Opens (creating folders and the part file) `path` below `root`. An escape is
-    /// `path_not_allowed` and nothing is created; other failures are `file_error`.
-    static func open(_ path: String, root: String, resume: Bool) throws(RPCError) -> DownloadFile {
-        let components = try check(path)
-        let key = components.joined(separator: "/")
-        guard !pathsInUse.contains(key) else { throw ServiceError.downloadInProgress(key) }
-        let rootFD = Foundation.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard rootFD >= 0 else { throw ServiceError.fileError("The download root \(root) cannot be opened: \(errnoText())") }
-        var dir = rootFD
-        for folder in components.dropLast() {
-            let next: Int32
-            do throws(RPCError) { next = try openFolder(folder, in: dir, path: path) } catch {
-                Foundation.close(dir)
-                throw error
-            }
-            Foundation.close(dir)
-            dir = next
-        }
+    /// Opens (creating folders and the part file) `path` below `root`. A refused path is
+    /// `path_not_allowed` and nothing is opened; other failures are `file_error`.
+    static func open(_ path: String, root: FileRoot, resume: Bool) throws(RPCError) -> DownloadFile {
+        let components = try ConfinedPath.components(path, in: root)
+        let key = root.key(components)
+        let shown = components.joined(separator: "/")
+        guard !pathsInUse.contains(key) else { throw ServiceError.downloadInProgress(shown) }
+        let dir = try ConfinedPath.openParent(components, path: path, in: root, creating: true)
         let name = components[components.count - 1]
         do throws(RPCError) {
-            for leaf in [name, name + ".part", name + ".part.meta"] { try refuseLink(leaf, in: dir, path: path) }
-            let part = openat(dir, name + ".part", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard part >= 0 else {
-                if errno == ELOOP { throw ServiceError.pathNotAllowed(path, rootName: "download root", "it is a symbolic link") }
-                throw ServiceError.fileError("Cannot create '\(path).part': \(errnoText())", path: path)
+            for leaf in [name, name + ".part", name + ".part.meta"] {
+                _ = try ConfinedPath.checkEntry(leaf, in: dir, path: path, root: root)
             }
+            let part = try ConfinedPath.openRegular(name + ".part", in: dir, flags: O_WRONLY | O_CREAT, path: path, root: root)
             var st = stat()
-            guard fstat(part, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, fchmod(part, 0o600) == 0 else {
+            guard fstat(part, &st) == 0, st.st_uid == geteuid(), fchmod(part, 0o600) == 0 else {
                 Foundation.close(part)
-                throw ServiceError.fileError("'\(path).part' is not a regular file the server owns", path: path)
+                throw ServiceError.pathNotAllowed(path, rootName: root.name, "'\(name).part' is not the server's own file")
             }
-            let validator: (etag: String?, lastModified: String?) = resume ? readMeta(name + ".part.meta", in: dir) : (nil, nil)
+            let validator: (etag: String?, lastModified: String?) = resume ? readMeta(name + ".part.meta", in: dir, root: root) : (nil, nil)
             var kept = Int64(st.st_size)
             if !resume || kept == 0 || (validator.etag == nil && validator.lastModified == nil) {
                 kept = 0
                 _ = ftruncate(part, 0)
                 _ = unlinkat(dir, name + ".part.meta", 0)
             }
-            let file = DownloadFile(path: key, name: name, dirFD: dir, partFD: part, keptBytes: kept, validator: validator)
+            let file = DownloadFile(path: shown, key: key, name: name, root: root, dirFD: dir, partFD: part, keptBytes: kept,
+                                    validator: validator)
             pathsInUse.insert(key)
             file.holdsPath = true
             return file
@@ -125,53 +118,8 @@ final class DownloadFile {
         }
     }
 
-    /// The components of a relative path, refusing what could leave the root by name.
-    private static func check(_ path: String) throws(RPCError) -> [String] {
-        func refuse(_ why: String) -> RPCError { ServiceError.pathNotAllowed(path, rootName: "download root", why) }
-        if path.hasPrefix("/") { throw refuse("it is absolute; give a path relative to the root") }
-        let components = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard !path.isEmpty, !path.utf8.contains(0) else { throw RPCError.invalidParams("'path' must be a non-empty file path") }
-        for c in components {
-            if c == ".." { throw refuse("it contains '..'") }
-            if c.isEmpty || c == "." { throw RPCError.invalidParams("'path' has an empty or '.' component: '\(path)'") }
-            // Room for the `.part.meta` beside the file within NAME_MAX.
-            if c.utf8.count > 245 { throw RPCError.invalidParams("a component of 'path' is longer than 245 bytes") }
-        }
-        return components
-    }
-
-    /// A descriptor of the folder `name` in `dir`, made 0700 when missing; a symbolic
-    /// link there is an escape.
-    private static func openFolder(_ name: String, in dir: Int32, path: String) throws(RPCError) -> Int32 {
-        try refuseLink(name, in: dir, path: path)
-        var fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        if fd < 0, errno == ENOENT {
-            let made = mkdirat(dir, name, 0o700) == 0
-            guard made || errno == EEXIST else {
-                throw ServiceError.fileError("Cannot create the folder '\(name)' of '\(path)': \(errnoText())", path: path)
-            }
-            fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            // 0700 exactly: the process umask may have narrowed it (a Unix listener's
-            // socket file is made under a temporary one, `UnixSocketFile`).
-            if made, fd >= 0 { _ = fchmod(fd, 0o700) }
-        }
-        guard fd >= 0 else {
-            if errno == ELOOP { throw ServiceError.pathNotAllowed(path, rootName: "download root", "'\(name)' is a symbolic link") }
-            throw ServiceError.fileError("'\(name)' of '\(path)' is not a folder: \(errnoText())", path: path)
-        }
-        return fd
-    }
-
-    private static func refuseLink(_ name: String, in dir: Int32, path: String) throws(RPCError) {
-        var st = stat()
-        if fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFLNK {
-            throw ServiceError.pathNotAllowed(path, rootName: "download root", "'\(name)' is a symbolic link")
-        }
-    }
-
-    private static func readMeta(_ name: String, in dir: Int32) -> (etag: String?, lastModified: String?) {
-        let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return (nil, nil) }
+    private static func readMeta(_ name: String, in dir: Int32, root: FileRoot) -> (etag: String?, lastModified: String?) {
+        guard let fd = try? ConfinedPath.openRegular(name, in: dir, flags: O_RDONLY, path: name, root: root) else { return (nil, nil) }
         defer { Foundation.close(fd) }
         var bytes = [UInt8](repeating: 0, count: 8192)
         let n = read(fd, &bytes, bytes.count)
@@ -179,7 +127,7 @@ final class DownloadFile {
         return (value["etag"]?.stringValue, value["lastModified"]?.stringValue)
     }
 
-    private static func errnoText() -> String { String(cString: strerror(errno)) }
+    private static func errnoText() -> String { ConfinedPath.errnoText() }
 
     // MARK: The exchange
 
@@ -250,8 +198,11 @@ final class DownloadFile {
         if let etag { o["etag"] = .string(etag) }
         if let lastModified { o["lastModified"] = .string(lastModified) }
         let bytes = JSON.encode(.object(o))
-        let fd = openat(dirFD, meta, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }  // no validator kept: a later resume starts from zero
+        // Checked before it is cut: a hard link put there meanwhile is refused, not emptied.
+        guard let fd = try? ConfinedPath.openRegular(meta, in: dirFD, flags: O_WRONLY | O_CREAT, path: path, root: root) else {
+            return  // no validator kept: a later resume starts from zero
+        }
+        _ = ftruncate(fd, 0)
         _ = fchmod(fd, 0o600)
         _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         Foundation.close(fd)
@@ -285,23 +236,24 @@ final class DownloadFile {
         }
     }
 
-    /// At DONE: a complete body (`succeeded`: the exchange completed with a 2xx, or the
-    /// 416 of a part that was already whole) is renamed into place and its meta removed;
-    /// anything else keeps the part (and its meta) for a resume. Closes the descriptors.
-    func finish(succeeded: Bool) {
-        if succeeded, dirFD >= 0, decision == .write || decision == .alreadyComplete, incompleteness == nil {
-            if renameat(dirFD, name + ".part", dirFD, name) == 0 {
-                renamed = true
-                _ = unlinkat(dirFD, name + ".part.meta", 0)
-            }
+    /// When the exchange completed: a complete body (a 2xx whose bytes are all there, or
+    /// the 416 of a part that was already whole) is renamed into place and its meta
+    /// removed; nil then, and when there is nothing to place (the part is kept for a
+    /// resume). Else why it could not be moved: the request fails with it, for nothing
+    /// is reported done that is not on disk under its name.
+    func place() -> String? {
+        guard dirFD >= 0, decision == .write || decision == .alreadyComplete, incompleteness == nil else { return nil }
+        guard renameat(dirFD, name + ".part", dirFD, name) == 0 else {
+            return "Cannot move '\(path).part' to '\(path)': \(Self.errnoText()); the part is kept"
         }
-        close()
+        _ = unlinkat(dirFD, name + ".part.meta", 0)
+        return nil
     }
 
     /// Closes both descriptors; the files stay as they are.
     func close() {
         if holdsPath {
-            Self.pathsInUse.remove(path)
+            Self.pathsInUse.remove(key)
             holdsPath = false
         }
         if partFD >= 0 { Foundation.close(partFD) }

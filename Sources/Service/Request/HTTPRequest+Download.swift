@@ -8,6 +8,9 @@ import JSONRPC
 /// `HTTPRequest+Transfer.swift` at the points where the body and the progress of every
 /// request pass.
 ///
+/// The file is put in place when the exchange completes (`placeDownload`), before the
+/// request is DONE, so a failed rename fails the request.
+///
 /// Lifetime of the file's descriptors: opened by `download`, closed at DONE (whatever
 /// ended the exchange: completion, failure, `abort`, a stop at shutdown), by `open`
 /// (a new exchange), or by `release` (also the connection's close and the TTL).
@@ -59,11 +62,14 @@ extension HTTPRequest {
         return q
     }
 
-    /// At DONE: a complete file goes into place; the descriptors close either way.
+    /// The exchange completed: a complete file goes into place. Nil, or why it could not
+    /// (the request then fails: DONE with status 0 and this text).
+    func placeDownload() -> String? { download?.place() }
+
+    /// At DONE: the descriptors close, the files stay as they are.
     func finishDownload() {
-        guard let file = download else { return }
+        download?.close()
         download = nil
-        file.finish(succeeded: status != 0)
     }
 
     /// Drops the download without placing its file (open, release).

@@ -22,6 +22,8 @@ extension HTTPRequest {
                 }
                 if s == .opened || s == .done { pausedByClient = false }
                 if s == .done {
+                    // No attempt follows: a file to send is closed now, not at release.
+                    planned?.body = .none
                     finishDownload()
                     hub.flushProgress(of: self)
                     if let started = sentAt {
@@ -168,7 +170,7 @@ extension HTTPRequest {
             if sent, answersTunnelChallenge(t) { return }
             if !sent { flushNoticeData() }  // the data that came, then its failure
             attemptFailed(failure, afterHead: !sent)
-        } else if let why = downloadShortfall {
+        } else if let why = downloadShortfall ?? placeDownload() {
             perform(machine.failed(why))
         } else {
             flushNoticeData()

@@ -80,11 +80,15 @@ public enum Settings {
 
     public static let uploadRoot = Setting<String>(
         flag: "upload-root", key: "uploadRoot", valueName: "dir", note: "none: sendWithFile and upload {path} are refused",
-        "Directory that sendWithFile and upload may read from")
+        see: "../guide/files.md",
+        "Directory that sendWithFile, upload and multipart file parts read from, each principal below its folder "
+            + "dir/NAME (the socket owner below dir itself; a principal's \"uploadRoot\" in the config file wins)")
 
     public static let downloadRoot = Setting<String>(
         flag: "download-root", key: "downloadRoot", valueName: "dir", note: "none: download is refused",
-        "Directory that download writes into (files mode 0600, folders 0700)")
+        see: "../guide/files.md",
+        "Directory that download writes into (files mode 0600, folders 0700), each principal below its folder dir/NAME "
+            + "as for --upload-root")
 
     public static let caFile = Setting<String>(
         flag: "ca-file", key: "caFile", valueName: "file", note: "the system's CA bundle",
@@ -132,7 +136,8 @@ public enum Settings {
         "Who may connect, in the config file only (so that no token hash sits on a command line). Each entry: \"name\", "
             + "\"tokenSha256\" (64 hex digits, the SHA-256 of the token: printf %s TOKEN | sha256sum), \"uid\" (the uid of "
             + "Unix-socket peers it stands for), \"admin\" (true or false), \"negotiate\" (true grants NEGOTIATE) and "
-            + "\"limits\" (an object, as the key \"limits\", over the server's)")
+            + "\"limits\" (an object, as the key \"limits\", over the server's), \"uploadRoot\" and \"downloadRoot\" (its own "
+            + "roots instead of its folders below the server's)")
 
     public static let limits = Setting<StructuredSetting>(
         flag: "limit", key: "limits", valueName: "name=n", note: "per principal: " + limitDefaults, keyType: .object, repeatable: true,

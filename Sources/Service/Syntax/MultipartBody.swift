@@ -5,16 +5,16 @@ import JSONRPC
 
 /// One part of a `multipart/form-data` body (RFC 7578), as `addMultipartPart` and
 /// `fetch {multipart}` take it: `{name, value}` (a text field) or `{name, filename?,
-/// contentType?, dataBase64 | path}` (a file). `path` names a file below
-/// `--upload-root`, checked when the part is added (`ConfinedPath.resolveRelative`:
-/// an escaping path is refused with `path_not_allowed` before anything is read) and
-/// again when the body is built at `send`; the engine then streams the file.
+/// contentType?, dataBase64 | path}` (a file). `path` names a file below the
+/// principal's upload root by `ConfinedPath`'s rule, checked when the part is added (a
+/// refused path is `path_not_allowed`, and nothing is read) and opened by the same rule
+/// when the body is built at `send`; the engine then streams that descriptor.
 struct MultipartPart {
     enum Content {
         case text(String)
         case bytes([UInt8])
-        /// A file below `root`, by the path the client gave (resolved again at `send`).
-        case file(path: String, root: String)
+        /// A file below `root`, by the path the client gave (opened at `send`).
+        case file(path: String, root: FileRoot)
     }
 
     var name: String
@@ -22,9 +22,9 @@ struct MultipartPart {
     var contentType: String?
     var content: Content
 
-    /// Reads a part from its JSON form. `uploadRoot` is the server's `--upload-root`
-    /// (nil: file parts by `path` are refused).
-    static func parse(_ value: JSONValue, uploadRoot: String?) throws(RPCError) -> MultipartPart {
+    /// Reads a part from its JSON form. `uploadRoot` is the principal's (nil: file parts
+    /// by `path` are refused).
+    static func parse(_ value: JSONValue, uploadRoot: FileRoot?) throws(RPCError) -> MultipartPart {
         guard let o = value.objectValue else {
             throw .invalidParams("a multipart part must be an object {name, value} or {name, filename?, contentType?, dataBase64 | path}")
         }
@@ -55,7 +55,7 @@ struct MultipartPart {
                 throw ServiceError.needsConfiguration("a multipart part with 'path' needs the server to be started with --upload-root")
             }
             let path = try p.string("path")
-            _ = try ConfinedPath.resolveRelative(path, root: uploadRoot, rootName: "upload root")
+            _ = try ConfinedPath.openForReading(path, in: uploadRoot)  // checked now, closed at once
             content = .file(path: path, root: uploadRoot)
         }
         var part = MultipartPart(name: name, filename: filename, contentType: contentType, content: content)
@@ -85,11 +85,11 @@ struct MultipartPart {
 /// boundary chosen after they were written except by a 2^-128 chance.
 enum MultipartEncoding {
     static func encode(_ parts: [MultipartPart]) throws(RPCError) -> (body: TransferBody, boundary: String) {
-        // Confined again now: a link may have changed since the part was added.
-        var files: [String?] = []
+        // Opened now by the rule: the folder may have changed since the part was added.
+        var files: [UploadFile?] = []
         for part in parts {
             if case .file(let path, let root) = part.content {
-                files.append(try ConfinedPath.resolveRelative(path, root: root, rootName: "upload root"))
+                files.append(try ConfinedPath.openForReading(path, in: root))
             } else {
                 files.append(nil)
             }
@@ -120,7 +120,7 @@ enum MultipartEncoding {
             case .file:
                 segments.append(.bytes(pending))
                 pending = []
-                if let file { segments.append(.file(path: file)) }
+                if let file { segments.append(.file(file)) }
             }
             pending += Array("\r\n".utf8)
         }

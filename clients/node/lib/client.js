@@ -492,7 +492,7 @@ class Client extends EventEmitter {
   /**
    * `addMultipartPart`: a part `{name, value}` (a text field) or `{name, filename?,
    * contentType?, data | dataBase64 | path}` (a file: `data` is a Buffer or Uint8Array,
-   * `path` a file below the server's --upload-root). Resolves to true.
+   * `path` a file below the principal's upload root, docs/guide/files.md). Resolves to true.
    */
   addMultipartPart(request, part) {
     let params;
@@ -515,7 +515,7 @@ class Client extends EventEmitter {
   }
 
   /**
-   * The server's `upload`: sends `options.path` (a file below the server's --upload-root)
+   * The server's `upload`: sends `options.path` (a file below the principal's upload root, docs/guide/files.md)
    * or `options.data` (string or bytes) with `options.method` (default POST), `headers`,
    * `request` (the handle) and `timeout`; `onProgress(params)` gets each onProgress of the
    * request. Resolves at DONE to `{request, status, statusText}`; see lib/transfers.js.
@@ -525,7 +525,7 @@ class Client extends EventEmitter {
   }
 
   /**
-   * The server's `download`: the server GETs `url` into `path` below its --download-root
+   * The server's `download`: the server GETs `url` into `path` below the principal's download root
    * (`PATH.part` renamed when whole); options `resume`, `headers`, `request`, `timeout`,
    * `onProgress(params)` (totals count the whole file). Resolves at DONE to
    * `{request, path, status, statusText}`; see lib/transfers.js.

@@ -7,7 +7,7 @@
  * every onProgress of that request to `onProgress(params)`, waits for DONE, and releases
  * the request. Unlike
  * `Client#download`, which streams a body into a file of this process, `serverDownload`
- * has the server write the file below its --download-root.
+ * has the server write the file below the principal's download root.
  */
 
 const crypto = require('node:crypto');
@@ -55,7 +55,7 @@ async function runTransfer(client, method, params, { onProgress, timeout } = {})
 }
 
 /**
- * upload: `options.path` (below --upload-root), `options.data` (string or bytes) or
+ * upload: `options.path` (below the principal's upload root), `options.data` (string or bytes) or
  * `options.multipart` (parts as fetch takes them).
  */
 function upload(client, url, options = {}) {
@@ -73,7 +73,7 @@ function upload(client, url, options = {}) {
   return runTransfer(client, 'upload', params, options);
 }
 
-/** download, written by the server: `path` below its --download-root; `options.resume`. */
+/** download, written by the server: `path` below the principal's download root; `options.resume`. */
 function serverDownload(client, url, path, options = {}) {
   if (typeof path !== 'string') throw new TypeError('serverDownload: path is a string');
   const params = transferParams('download', url, options);

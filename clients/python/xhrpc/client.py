@@ -355,7 +355,7 @@ def _request_of(msg: Any) -> Optional[str]:
 
 #: A multipart part, as ``addMultipartPart`` and ``fetch``'s ``multipart`` take it:
 #: ``{"name", "value"}`` (a text field) or ``{"name", "filename"?, "contentType"?,
-#: "dataBase64" | "path"}`` (a file; ``path`` below the server's ``--upload-root``).
+#: "dataBase64" | "path"}`` (a file; ``path`` below the principal's upload root, docs/guide/files.md).
 MultipartPart = Mapping[str, str]
 
 
@@ -721,7 +721,7 @@ def _transfer_params(name: str, url: str, headers: Optional[Mapping[str, str]],
 def _upload_body(path: Optional[Union[str, "os.PathLike[str]"]], data: Optional[Data],
                  multipart: Optional[Iterable[MultipartPart]] = None) -> Dict[str, Any]:
     if sum(x is not None for x in (path, data, multipart)) != 1:
-        raise TypeError("upload: give one of path (below the server's --upload-root), data or multipart")
+        raise TypeError("upload: give one of path (below the principal's upload root, docs/guide/files.md), data or multipart")
     if path is not None:
         return {"path": os.fspath(path)}
     if multipart is not None:
@@ -1466,7 +1466,7 @@ class Client:
                            data: Union[bytes, bytearray, memoryview, None] = None, path: Optional[str] = None,
                            filename: Optional[str] = None, content_type: Optional[str] = None) -> None:
         """``addMultipartPart``: a text field (``value``) or a file part (``data`` bytes,
-        or ``path`` below the server's ``--upload-root``) of a multipart/form-data body."""
+        or ``path`` below the principal's upload root, docs/guide/files.md) of a multipart/form-data body."""
         self.call("addMultipartPart", _part_params(request, name, value, data, path, filename, content_type))
 
     # ---- interception ----------------------------------------------------
@@ -1694,7 +1694,7 @@ class Client:
                on_progress: Optional[TransferProgressCallback] = None,
                timeout: Optional[float] = None,
                multipart: Optional[Iterable[MultipartPart]] = None) -> Dict[str, Any]:
-        """Send a file the server reads (``path``, below its ``--upload-root``),
+        """Send a file the server reads (``path``, below the principal's upload root),
         ``data`` (bytes, or text as UTF-8) or ``multipart`` parts (as ``fetch`` takes
         them) with the server's ``upload`` method; wait for DONE and return
         ``{"request", "status", "statusText"}``.
@@ -1713,7 +1713,7 @@ class Client:
                         resume: bool = False, request: Optional[str] = None,
                         on_progress: Optional[TransferProgressCallback] = None,
                         timeout: Optional[float] = None) -> Dict[str, Any]:
-        """GET ``url`` into ``path`` below the server's ``--download-root`` with the
+        """GET ``url`` into ``path`` below the principal's download root with the
         server's ``download`` method (the server writes the file, unlike ``download``,
         which streams the body to this process); wait for DONE and return
         ``{"request", "path", "status", "statusText"}``.
