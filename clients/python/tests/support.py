@@ -31,6 +31,11 @@ for _p in (str(CLIENT_DIR), str(FIXTURES)):
 
 from xhrpc import Client  # noqa: E402
 import pattern  # noqa: E402,F401  (re-exported for the tests)
+import contract  # noqa: E402
+
+# Every reply and notification any test's client receives is checked against
+# api/openrpc.json; a mismatch fails the test (contract.py).
+contract.install()
 
 START_DEADLINE = 20.0
 STOP_DEADLINE = 15.0
@@ -242,8 +247,9 @@ class XhrpcServer:
         return Client.connect_tls("127.0.0.1", self.tls_port, **kwargs)
 
     def raw_socket(self, timeout=10):
-        """A plain connected Unix socket, for byte-level tests."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        """A plain connected Unix socket, for byte-level tests (its replies are checked
+        against api/openrpc.json too: contract.CheckedSocket)."""
+        s = contract.CheckedSocket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
         s.connect(self.socket_path)
         return s
