@@ -5,6 +5,7 @@ A fake server on a socket pair answers the suite's own client, so the drift is e
 the one each test makes; no daemon is needed.
 """
 
+import asyncio
 import json
 import socket
 import unittest
@@ -135,6 +136,36 @@ class FakeServerTest(unittest.TestCase):
         found = contract.take_violations()
         self.assertEqual(len(found), 1, found)
         self.assertIn("reply to getStatus (id 7)", found[0])
+
+
+class AsyncClientChecked(unittest.TestCase):
+    """The asyncio client is checked the same way."""
+
+    def test_a_drifted_reply_to_the_async_client_is_recorded(self):
+        from xhrpc.aio import AsyncClient
+        contract.take_violations()
+        peer, theirs = socket.socketpair()
+        self.addCleanup(peer.close)
+        peer.settimeout(10)
+
+        async def main():
+            reader, writer = await asyncio.open_unix_connection(sock=theirs)
+            client = AsyncClient(reader, writer)
+            try:
+                pending = asyncio.ensure_future(client.request("getStatus", {"request": "r"}))
+                call = await asyncio.get_running_loop().run_in_executor(None, lambda: json.loads(
+                    peer.makefile("rb").readline()))
+                peer.sendall(line({"jsonrpc": "2.0", "id": call["id"], "result": "200"}))
+                return await asyncio.wait_for(pending, 10)
+            finally:
+                await client.close()
+
+        got = asyncio.run(main())
+        self.assertEqual(got["result"], "200")
+        found = contract.take_violations()
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("reply to getStatus", found[0])
+        self.assertIn("'200' is not of type 'integer'", found[0])
 
 
 class DriftFailsTheTest(unittest.TestCase):
