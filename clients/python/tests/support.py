@@ -320,13 +320,35 @@ class Upstream:
     ``script`` names it (in Tests/Fixtures; it must take ``--host``), ``env`` adds to its
     environment."""
 
-    def __init__(self, host="127.0.0.1", args=(), script="upstream.py", env=None):
+    def __init__(self, host="127.0.0.1", args=(), script="upstream.py", env=None, wire_dump=False):
+        """``wire_dump``: upstream.py keeps the raw bytes of every request it reads, and
+        ``wire_differences()`` replays them to h11, llhttp and nginx."""
         self.host = host
         self.args = list(args)
         self.script = script
         self.env = env
         self.proc = None
         self.port = None
+        self.dump_path = None
+        if wire_dump:
+            fd, self.dump_path = tempfile.mkstemp(prefix="xhrpc-wire-", suffix=".dump", dir="/tmp")
+            os.close(fd)
+            self.env = dict(env or {}, XHRPC_WIRE_DUMP=self.dump_path)
+
+    def wire_differences(self):
+        """Every way h11, llhttp and nginx disagree on a request the upstream read (once
+        it stopped; [] without ``wire_dump``). The dump file is removed."""
+        if not self.dump_path:
+            return []
+        from wire_parsers import read_dump
+        try:
+            raws = read_dump(self.dump_path)
+        finally:
+            os.unlink(self.dump_path)
+            self.dump_path = None
+        parsers = wire_parsers() if raws else None
+        return ["%s: %s" % (raw.split(b"\r\n", 1)[0].decode("latin-1")[:200], d)
+                for raw in raws for d in parsers.differences_of_raw(raw)]
 
     def start(self):
         self.stderr_file = tempfile.TemporaryFile()
@@ -533,7 +555,7 @@ class ServerTestCase(unittest.TestCase):
     def setUpClass(cls):
         super().setUpClass()
         if cls.UPSTREAM:
-            cls.upstream = Upstream().start()
+            cls.upstream = Upstream(wire_dump=True).start()
             cls.addClassCleanup(cls._stop_upstream)
         cls.server = XhrpcServer(tcp=cls.TCP, args=cls.server_args(), log_level=cls.LOG_LEVEL,
                                  default_policy=cls.DEFAULT_POLICY, principals=list(cls.PRINCIPALS),
@@ -549,6 +571,11 @@ class ServerTestCase(unittest.TestCase):
         code = cls.upstream.stop()
         if code != 0:
             raise AssertionError("fixture upstream exited with %r" % code)
+        # What xhrpcd sent it, read alike by h11, llhttp and nginx (wire_parsers.py).
+        problems = cls.upstream.wire_differences()
+        if problems:
+            raise AssertionError("h11, llhttp and nginx disagree on %d requests the upstream read:\n    %s"
+                                 % (len(problems), "\n    ".join(problems[:40])))
 
     @classmethod
     def tearDownClass(cls):

@@ -19,7 +19,9 @@ proxy (absolute-form targets, with proxy credentials).
 
 The same check runs on every request of every test in the suite that uses a recording
 origin (test_wire, test_request_body, test_request_connections, test_request_object,
-test_fetch_serializers, test_credentials): support.py wraps ``RecordingOrigin.close``.
+test_fetch_serializers, test_credentials: support.py wraps ``RecordingOrigin.close``)
+and on every request the fixture upstream of a ``ServerTestCase`` read (upstream.py
+dumps their raw bytes; h11 is the reference there, llhttp and nginx must agree).
 """
 
 import base64
@@ -29,7 +31,7 @@ import socket
 import tempfile
 import unittest
 
-from support import ServerTestCase
+from support import ServerTestCase, Upstream
 from recording_origin import RecordingOrigin
 from wire_parsers import WireParsers
 
@@ -248,6 +250,23 @@ class TheComparisonItself(unittest.TestCase):
         with self.assertRaises(AssertionError) as caught:
             origin.close()
         self.assertIn("h11, llhttp and nginx read 1 of the 1 requests", str(caught.exception))
+
+    def test_the_fixture_upstream_s_dump_is_checked_too(self):
+        # support.py's check of every ServerTestCase upstream (Upstream(wire_dump=True)).
+        upstream = Upstream(wire_dump=True).start()
+        try:
+            for raw in (b"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc",
+                        b"GET /echo HTTP/1.1\r\nHost: h\r\nX-A: 1\rX-B: 2\r\n\r\n"):
+                with socket.create_connection(("127.0.0.1", upstream.port), timeout=10) as s:
+                    s.sendall(raw)
+                    s.shutdown(socket.SHUT_WR)
+                    while s.recv(65536):
+                        pass
+        finally:
+            self.assertEqual(upstream.stop(), 0)
+        problems = upstream.wire_differences()
+        self.assertTrue(problems, "the bare CR went unnoticed")
+        self.assertTrue(all(p.startswith("GET /echo HTTP/1.1") for p in problems), problems)
 
     def test_a_plain_request_is_read_alike(self):
         r = self.record_of(b"POST /p?q HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nContent-Length: 3\r\n\r\nabc")
