@@ -1,7 +1,8 @@
 """Every message the suite's clients receive, checked against api/openrpc.json.
 
 ``install()`` (support.py calls it at import) wraps the send and receive paths of
-``xhrpc.Client`` and ``xhrpc.aio.AsyncClient``: each connection remembers the method of
+``xhrpc.Client``, ``xhrpc.aio.AsyncClient``, support's raw sockets and the
+``websockets`` connections of the WebSocket tests: each connection remembers the method of
 every call it sent (by id, in order, batches and raw bytes included), and each message
 it receives is checked:
 
@@ -351,6 +352,35 @@ class CheckedSocket(socket.socket):
             nl = buf.find(b"\n")
 
 
+def _install_websockets():
+    """The same check on the WebSocket connections of the tests (ws: listener, /rpc):
+    one JSON-RPC message or batch per text frame, both ways."""
+    try:
+        from websockets.sync.connection import Connection as WSConnection
+    except ImportError:
+        return  # the tests that speak WebSocket need it and say so
+    ws_send, ws_recv = WSConnection.send, WSConnection.recv
+
+    def checked_ws_send(self, message, *args, **kwargs):
+        if isinstance(message, (str, bytes, bytearray)):
+            connection_of(self).sent(message.encode() if isinstance(message, str) else bytes(message))
+            connection_of(self).sent(b"\n")  # a frame is a whole message
+        return ws_send(self, message, *args, **kwargs)
+
+    def checked_ws_recv(self, *args, **kwargs):
+        frame = ws_recv(self, *args, **kwargs)
+        try:
+            message = json.loads(frame)
+        except (ValueError, RecursionError, TypeError):
+            pass  # not JSON-RPC: the test's business
+        else:
+            connection_of(self).received(message)
+        return frame
+
+    WSConnection.send = checked_ws_send
+    WSConnection.recv = checked_ws_recv
+
+
 # ---- installation -----------------------------------------------------------
 
 _installed = False
@@ -399,6 +429,8 @@ def install():
 
     AsyncClient.send_raw = checked_async_send_raw
     AsyncClient._dispatch_line = checked_dispatch
+
+    _install_websockets()
 
     run = unittest.TestCase.run
 
