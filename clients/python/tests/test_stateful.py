@@ -64,6 +64,7 @@ USERS = ("alice", "bob")
 # intercept.register makes the daemon wait for answers, credentials persist, auth
 # re-authenticates): left out of the calls with random params.
 NOT_AT_RANDOM = {"detach", "attach", "intercept.register", "credentials.set", "auth", "download", "upload"}
+# (detach and attach have rules of their own, which keep track of the tokens.)
 with open(contract.OPENRPC, encoding="utf-8") as _f:
     METHODS = sorted(m["name"] for m in json.load(_f)["methods"] if m["name"] not in NOT_AT_RANDOM)
 
@@ -139,6 +140,8 @@ class DaemonMachine(RuleBasedStateMachine):
         super().__init__()
         self.conns = []
         self.known = {who: set() for who in USERS}  # every handle each principal ever had
+        self.detached = []  # (who, token, handles) not attached yet
+        self.socket_handles = set()
 
     # ---- helpers -------------------------------------------------------------
 
@@ -300,6 +303,7 @@ class DaemonMachine(RuleBasedStateMachine):
             assert got["error"]["data"]["reason"] == "limit_exceeded", got
             return
         h = got["result"]["socket"]
+        self.socket_handles.add(h)
         c.sockets.append(h)
         self.known[c.who].add(h)
         if connect:
@@ -324,6 +328,44 @@ class DaemonMachine(RuleBasedStateMachine):
         c = self.pick(i)
         self.call(c, method, params)
 
+    @precondition(lambda self: self.conns)
+    @rule(i=st.integers(0, 63))
+    def detach(self, i):
+        """The connection's requests and sockets outlive it: a token for attach."""
+        c = self.pick(i)
+        got = self.call(c, "detach")
+        assert "result" in got, got
+        r = got["result"]
+        assert set(r["requests"]) == set(c.requests + c.sockets), (r, c.requests, c.sockets)
+        self.detached.append((c.who, r["token"], c.requests + c.sockets))
+        c.requests, c.sockets = [], []
+
+    @precondition(lambda self: self.detached and self.conns)
+    @rule(i=st.integers(0, 63), k=st.integers(0, 63))
+    def attach(self, i, k):
+        """A token of the connection's own principal: its handles become this connection's."""
+        c = self.pick(i)
+        mine = [d for d in self.detached if d[0] == c.who]
+        if not mine:
+            return
+        who, token, handles = mine[k % len(mine)]
+        self.detached.remove((who, token, handles))
+        got = self.call(c, "attach", {"token": token})
+        assert "result" in got and set(got["result"]["requests"]) == set(handles), (got, handles)
+        for h in handles:
+            (c.sockets if h in self.socket_handles else c.requests).append(h)
+
+    @precondition(lambda self: self.detached and {c.who for c in self.conns} == set(USERS))
+    @rule(i=st.integers(0, 63), k=st.integers(0, 63))
+    def attach_theirs(self, i, k):
+        """Another principal's detach token is unknown_handle."""
+        thief = self.pick(i)
+        theirs = [d for d in self.detached if d[0] != thief.who]
+        if not theirs:
+            return
+        got = self.call(thief, "attach", {"token": theirs[k % len(theirs)][1]})
+        assert "error" in got and got["error"]["data"]["reason"] == "unknown_handle", got
+
     # ---- invariants ---------------------------------------------------------------
 
     @invariant()
@@ -336,6 +378,13 @@ class DaemonMachine(RuleBasedStateMachine):
         for c in self.conns:
             c.client.close()
         self.conns = []
+        # Detachments outlive their connection: attach each, then close (releases them).
+        for who, token, handles in self.detached:
+            t = next(p["token"] for p in PRINCIPALS if p["name"] == who)
+            with Client.connect_tcp("127.0.0.1", self.server.tcp_port, token=t, timeout=CALL_TIMEOUT) as c:
+                got = c.request("attach", {"token": token}, timeout=CALL_TIMEOUT)
+                assert "result" in got, got
+        self.detached = []
         settled(self.server, self.baseline)
 
 
