@@ -326,7 +326,14 @@ class DaemonMachine(RuleBasedStateMachine):
     def wrong_params(self, i, method, params):
         """Any declared method with params of any shape: answered (contract-checked), never fatal."""
         c = self.pick(i)
-        self.call(c, method, params)
+        got = self.call(c, method, params)
+        # Random params may still make an object (create and socket.create need none).
+        if "result" in got and method in ("create", "socket.create"):
+            h = got["result"]["request" if method == "create" else "socket"]
+            (c.requests if method == "create" else c.sockets).append(h)
+            self.known[c.who].add(h)
+            if method == "socket.create":
+                self.socket_handles.add(h)
 
     @precondition(lambda self: self.conns)
     @rule(i=st.integers(0, 63))
@@ -336,8 +343,9 @@ class DaemonMachine(RuleBasedStateMachine):
         got = self.call(c, "detach")
         assert "result" in got, got
         r = got["result"]
+        # Kept first, so that the teardown attaches (and so releases) them whatever follows.
+        self.detached.append((c.who, r["token"], r["requests"]))
         assert set(r["requests"]) == set(c.requests + c.sockets), (r, c.requests, c.sockets)
-        self.detached.append((c.who, r["token"], c.requests + c.sockets))
         c.requests, c.sockets = [], []
 
     @precondition(lambda self: self.detached and self.conns)
