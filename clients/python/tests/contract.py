@@ -43,7 +43,17 @@ import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
 
-REPO = Path(__file__).resolve().parents[3]
+def _repo():
+    """The checkout this file is in: the nearest folder above it with api/openrpc.json (so
+    that moving the suite, e.g. to Tests/Integration, needs no change here)."""
+    here = Path(__file__).resolve()
+    for folder in here.parents:
+        if (folder / "api" / "openrpc.json").is_file():
+            return folder
+    raise RuntimeError("no api/openrpc.json above %s" % here)
+
+
+REPO = _repo()
 OPENRPC = REPO / "api" / "openrpc.json"
 DOC_URI = "urn:xhrpc:openrpc"
 
