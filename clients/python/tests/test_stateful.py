@@ -11,7 +11,8 @@ unread). The invariants, after every step:
 - every reply and notification validates against api/openrpc.json (contract.py, the
   suite's check, installed by support.py);
 - no principal sees another's objects: a handle of the other principal is
-  unknown_handle to every method, and ``list`` shows only the caller's own handles.
+  unknown_handle to every method, ``list`` shows only the caller's own handles, and no
+  notification (``subscribe {all: true}`` included) is about the other's objects.
 
 And at the end of each sequence, once every connection is closed: the admin's
 ``server.stats`` total is back to its baseline (one connection, the admin's own; no
@@ -41,6 +42,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 import contract
 from support import Upstream, XhrpcServer
 from xhrpc import Client
+from xhrpc.client import ConnectionClosed
 
 EXAMPLES = int(os.environ.get("XHRPC_STATEFUL_EXAMPLES", "40"))
 STEPS = int(os.environ.get("XHRPC_STATEFUL_STEPS", "30"))
@@ -374,7 +376,29 @@ class DaemonMachine(RuleBasedStateMachine):
         got = self.call(thief, "attach", {"token": theirs[k % len(theirs)][1]})
         assert "error" in got and got["error"]["data"]["reason"] == "unknown_handle", got
 
+    @precondition(lambda self: self.conns)
+    @rule(i=st.integers(0, 63), details=st.booleans())
+    def subscribe_all(self, i, details):
+        """Every event of the principal's objects; never another's (checked below)."""
+        c = self.pick(i)
+        got = self.call(c, "subscribe", {"all": True, "details": details})
+        assert "result" in got or got["error"]["data"]["reason"] == "limit_exceeded", got
+
     # ---- invariants ---------------------------------------------------------------
+
+    @invariant()
+    def notifications_are_about_own_objects(self):
+        for c in self.conns:
+            other = USERS[1 - USERS.index(c.who)]
+            theirs = self.known[other] - self.known[c.who]
+            while True:
+                try:
+                    n = c.client.wait_notification(timeout=0)
+                except (TimeoutError, ConnectionClosed):
+                    break
+                params = n.get("params") or {}
+                about = params.get("request") or params.get("socket")
+                assert about not in theirs, "%s heard of %s's %s: %s" % (c.who, other, about, n)
 
     @invariant()
     def daemon_alive_and_contract_kept(self):
