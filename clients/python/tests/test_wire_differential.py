@@ -8,8 +8,10 @@ nginx. Each must read exactly one request with the same method, target, header l
 and body as the origin did, then the sentinel and nothing else; a disagreement is how
 request smuggling and header injection show (RFC 9112 §6.3, §11.2).
 
-The shapes: every method xhrpcd sends (GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, an
-extension method), empty and non-empty bodies inline (text and base64), sendData,
+The shapes: every method xhrpcd sends (GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH,
+extension methods llhttp knows: PURGE, REPORT — llhttp answers 400 to a method not in
+its table and nginx to one with characters other than A-Z, _ and -, where h11 takes
+any token: a refusal, not another reading, so such methods are left out), empty and non-empty bodies inline (text and base64), sendData,
 sendWithFile, a body large enough for libcurl's Expect: 100-continue, form fields,
 JSON, multipart parts (text, bytes, a file), upload of a file (POST and PUT), caller
 headers (repeated, empty, a User-Agent of its own), query strings, redirects re-sent
@@ -160,6 +162,12 @@ class Headers(DifferentialCase):
                    headers={"X-Fetch": "yes", "Cookie": "a=b"})
         self.fetch("/unicode/%C3%BC/ü?ü=ü")
         self.assertAllAgree(3)
+
+    def test_unusual_tokens_and_non_ascii_values(self):
+        self.request("GET", "/tokens", headers=[
+            ("X-!#$%&'*+.^_`|~0", "token characters"), ("X-Utf8", "ü€"), ("X-Latin", "caf\u00e9"),
+            ("X-Quotes", '"a, b"; q=0.5'), ("X-Obs", "a\x7eb")])
+        self.assertAllAgree(1)
 
     def test_non_ascii_in_path_query_and_redirects_goes_percent_encoded(self):
         # libcurl sent the query's UTF-8 raw: h11 and llhttp refused it with 400.
