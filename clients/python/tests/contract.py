@@ -43,6 +43,7 @@ import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
 
+
 def _repo():
     """The checkout this file is in: the nearest folder above it with api/openrpc.json (so
     that moving the suite, e.g. to Tests/Integration, needs no change here)."""
