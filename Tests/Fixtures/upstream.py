@@ -224,6 +224,46 @@ def lingering_close(sock, seconds=1.0):
         sock.close()
 
 
+# XHRPC_WIRE_DUMP names a file to which the raw bytes of every request are appended
+# (`<length>\n<bytes>`), for the differential wire checks of the test support
+# (Tests/Fixtures/wire_parsers.py). Requests larger than WIRE_DUMP_MAX are left out.
+WIRE_DUMP = os.environ.get("XHRPC_WIRE_DUMP")
+WIRE_DUMP_MAX = 4 << 20
+_wire_dump_lock = threading.Lock()
+
+
+class _Tee:
+    """The connection's rfile, keeping what the request being handled read from it."""
+
+    def __init__(self, rfile):
+        self._rfile = rfile
+        self.taken = bytearray()
+        self.overflow = False
+
+    def _keep(self, data):
+        if not self.overflow:
+            self.taken += data
+            if len(self.taken) > WIRE_DUMP_MAX:
+                self.overflow = True
+                self.taken = bytearray()
+        return data
+
+    def readline(self, *args):
+        return self._keep(self._rfile.readline(*args))
+
+    def read(self, *args):
+        return self._keep(self._rfile.read(*args))
+
+    def __getattr__(self, name):
+        return getattr(self._rfile, name)
+
+    def dump(self):
+        raw, self.taken, overflow, self.overflow = bytes(self.taken), bytearray(), self.overflow, False
+        if raw.strip() and not overflow:
+            with _wire_dump_lock, open(WIRE_DUMP, "ab") as f:
+                f.write(b"%d\n" % len(raw) + raw)
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     """One connection: parses requests and routes them to the endpoint methods."""
 
@@ -287,6 +327,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.request = tls_sock
             self.tls = True
         super().setup()
+        if WIRE_DUMP:
+            self.rfile = _Tee(self.rfile)
+
+    def handle_one_request(self):
+        try:
+            super().handle_one_request()
+        finally:
+            if isinstance(self.rfile, _Tee):
+                self.rfile.dump()
 
     def finish(self):
         try:

@@ -31,6 +31,47 @@ for _p in (str(CLIENT_DIR), str(FIXTURES)):
 
 from xhrpc import Client  # noqa: E402
 import pattern  # noqa: E402,F401  (re-exported for the tests)
+import contract  # noqa: E402
+
+# Every reply and notification any test's client receives is checked against
+# api/openrpc.json; a mismatch fails the test (contract.py).
+contract.install()
+
+# Every request a recording origin got from xhrpcd is replayed, when the origin closes,
+# to h11, llhttp and nginx (Tests/Fixtures/wire_parsers.py), which must each read it as
+# the origin did; a disagreement fails the class that closed the origin. An origin fed
+# by something else sets ``differential = False``.
+import atexit  # noqa: E402
+from recording_origin import RecordingOrigin  # noqa: E402
+
+_wire_parsers = None
+_origin_close = RecordingOrigin.close
+
+
+def wire_parsers():
+    """The parsers of the differential checks, started once per process."""
+    global _wire_parsers
+    if _wire_parsers is None:
+        from wire_parsers import WireParsers
+        _wire_parsers = WireParsers().start()
+        atexit.register(_wire_parsers.close)
+    return _wire_parsers
+
+
+def _close_and_compare(self, timeout=5):
+    _origin_close(self, timeout)
+    records = self.records
+    if not getattr(self, "differential", True) or not records:
+        return
+    parsers = wire_parsers()
+    problems = ["#%d %s %s: %s" % (r.index, r.method, r.target, d) for r in records for d in parsers.differences(r)]
+    if problems:
+        raise AssertionError("h11, llhttp and nginx read %d of the %d requests xhrpcd sent unlike the "
+                             "recording origin:\n    %s" % (len({p.split(":")[0] for p in problems}), len(records),
+                                                            "\n    ".join(problems[:40])))
+
+
+RecordingOrigin.close = _close_and_compare
 
 START_DEADLINE = 20.0
 STOP_DEADLINE = 15.0
@@ -242,8 +283,9 @@ class XhrpcServer:
         return Client.connect_tls("127.0.0.1", self.tls_port, **kwargs)
 
     def raw_socket(self, timeout=10):
-        """A plain connected Unix socket, for byte-level tests."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        """A plain connected Unix socket, for byte-level tests (its replies are checked
+        against api/openrpc.json too: contract.CheckedSocket)."""
+        s = contract.CheckedSocket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
         s.connect(self.socket_path)
         return s
@@ -278,13 +320,35 @@ class Upstream:
     ``script`` names it (in Tests/Fixtures; it must take ``--host``), ``env`` adds to its
     environment."""
 
-    def __init__(self, host="127.0.0.1", args=(), script="upstream.py", env=None):
+    def __init__(self, host="127.0.0.1", args=(), script="upstream.py", env=None, wire_dump=False):
+        """``wire_dump``: upstream.py keeps the raw bytes of every request it reads, and
+        ``wire_differences()`` replays them to h11, llhttp and nginx."""
         self.host = host
         self.args = list(args)
         self.script = script
         self.env = env
         self.proc = None
         self.port = None
+        self.dump_path = None
+        if wire_dump:
+            fd, self.dump_path = tempfile.mkstemp(prefix="xhrpc-wire-", suffix=".dump", dir="/tmp")
+            os.close(fd)
+            self.env = dict(env or {}, XHRPC_WIRE_DUMP=self.dump_path)
+
+    def wire_differences(self):
+        """Every way h11, llhttp and nginx disagree on a request the upstream read (once
+        it stopped; [] without ``wire_dump``). The dump file is removed."""
+        if not self.dump_path:
+            return []
+        from wire_parsers import read_dump
+        try:
+            raws = read_dump(self.dump_path)
+        finally:
+            os.unlink(self.dump_path)
+            self.dump_path = None
+        parsers = wire_parsers() if raws else None
+        return ["%s: %s" % (raw.split(b"\r\n", 1)[0].decode("latin-1")[:200], d)
+                for raw in raws for d in parsers.differences_of_raw(raw)]
 
     def start(self):
         self.stderr_file = tempfile.TemporaryFile()
@@ -491,7 +555,7 @@ class ServerTestCase(unittest.TestCase):
     def setUpClass(cls):
         super().setUpClass()
         if cls.UPSTREAM:
-            cls.upstream = Upstream().start()
+            cls.upstream = Upstream(wire_dump=True).start()
             cls.addClassCleanup(cls._stop_upstream)
         cls.server = XhrpcServer(tcp=cls.TCP, args=cls.server_args(), log_level=cls.LOG_LEVEL,
                                  default_policy=cls.DEFAULT_POLICY, principals=list(cls.PRINCIPALS),
@@ -507,6 +571,11 @@ class ServerTestCase(unittest.TestCase):
         code = cls.upstream.stop()
         if code != 0:
             raise AssertionError("fixture upstream exited with %r" % code)
+        # What xhrpcd sent it, read alike by h11, llhttp and nginx (wire_parsers.py).
+        problems = cls.upstream.wire_differences()
+        if problems:
+            raise AssertionError("h11, llhttp and nginx disagree on %d requests the upstream read:\n    %s"
+                                 % (len(problems), "\n    ".join(problems[:40])))
 
     @classmethod
     def tearDownClass(cls):
