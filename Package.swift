@@ -93,7 +93,7 @@ let package = Package(
         ], path: "Benchmarks/xhrpc-bench"),
         .executableTarget(name: "xhrpc-fuzz", dependencies: [
             "Service", "EventLoop", "JSON", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
-            "CShims", "SeededRandom",
+            "CShims", "CUV", "SeededRandom",
         ], swiftSettings: fuzzInstrumented + [.define("XHRPC_FUZZ", .when(traits: ["Fuzz"]))]),
         // Helpers more than one test target needs (test targets cannot import each other).
         // Plain Swift that throws or returns, no Swift Testing: the assertions stay in the
