@@ -205,18 +205,13 @@ final class Harness {
         var chunk = 0
         var halfClosed = false
         var serverClosed = false
-        // With an origin, the next chunk (or the EOF) waits for the loop to go quiet:
-        // whatever the last one started has then run as far as it can.
+        // With an origin, the next chunk (or the EOF) waits for the loop to go quiet
+        // (`Pacing`): whatever the last one started has then run as far as it can.
         var mayWrite = true
-        // How many turns in a row found the loop quiet (`Origin.isQuiet`).
-        var quietTurns = 0
+        var pacing = Pacing()
+        var stopped = false, stopping = false
         // Bounded: every turn either writes, reads or lets the server make progress;
-        // a server that makes none until this runs out has hung on the input. With an
-        // origin, the loop quiet for three turns in a row (each a turn that does not
-        // wait, so a descriptor watched since the last one is in the kernel's set by the
-        // next) lets the client send on; when it has nothing more to send and the origin
-        // still holds a connection open for writing, the server is waiting for the
-        // origin, which half-closes them (`Origin.breakStall`).
+        // a server that makes none until this runs out has hung on the input.
         for _ in 0..<1_000_000 {
             if !mayWrite {
                 // Waiting for the quiet (below).
@@ -242,22 +237,21 @@ final class Harness {
             }
             serverClosed = readReplies(client, into: &replies)
             if serverClosed { break }
-            if let origin {
-                quietTurns = Origin.isQuiet(loop) ? quietTurns + 1 : 0
-                if quietTurns > 0, quietTurns < 3 {
-                    loop.runNoWait()
-                    continue
-                }
-                if quietTurns >= 3 {
-                    quietTurns = 0
-                    if !mayWrite {
-                        mayWrite = true
-                        continue
-                    }
-                    if origin.breakStall() { continue }
-                }
+            guard let origin else {
+                loop.runOnce()
+                continue
             }
-            loop.runOnce()
+            switch pacing.next(Pacing.LoopState(loop), waitingToSend: !mayWrite, originHoldsOpen: origin.holdsConnectionOpen) {
+            case .runNoWait: loop.runNoWait()
+            case .runOnce: loop.runOnce()
+            case .send: mayWrite = true
+            case .breakStall: origin.breakStall()
+            case .stopServer:
+                // The second stop ends the drain at once; the server closes the connection.
+                stopping = true
+                server.shutdown { stopped = true }
+                server.shutdown {}
+            }
         }
         precondition(serverClosed, "the server did not close the connection after EOF and its last reply")
         close(client)
@@ -265,8 +259,7 @@ final class Harness {
         if echoReplies { print(String(decoding: replies, as: UTF8.self), terminator: "") }
         Harness.checkReplies(replies)
 
-        var stopped = false
-        server.shutdown { stopped = true }
+        if !stopping { server.shutdown { stopped = true } }
         // Runs until nothing is left: every handle the server opened must be closed.
         loop.run()
         precondition(stopped, "the server's shutdown did not finish")

@@ -1,4 +1,3 @@
-import CUV
 import EventLoop
 import Foundation
 import Glibc
@@ -12,8 +11,8 @@ import HTTPEngine
 ///
 /// Bounded: an answer is written whole at once; a connection with nothing more to say
 /// is half-closed (its peer reads EOF); when the whole loop is quiet while a connection
-/// of the origin is still open for writing (`breakStall`), the origin half-closes it —
-/// that is what ends a body delimited by the close, a truncated body, a TLS handshake
+/// of the origin is still open for writing (`Pacing`), the origin half-closes it
+/// (`breakStall`) — that is what ends a body delimited by the close, a truncated body, a TLS handshake
 /// the origin cannot speak, or a raw peer's exchange. The origin closes a connection
 /// when its peer does, and everything in `close`.
 final class Origin {
@@ -189,33 +188,19 @@ final class Origin {
         c.stream.close()
     }
 
-    /// Half-closes every connection still open for writing; false when there was none
-    /// (the quiet is not the origin's doing).
-    func breakStall() -> Bool {
-        var any = false
-        for c in connections where !c.closed && !c.writeShut {
-            shut(c)
-            any = true
-        }
-        return any
+    /// Whether a connection is still open for writing: the origin may be what the
+    /// server waits for.
+    var holdsConnectionOpen: Bool { connections.contains { !$0.closed && !$0.writeShut } }
+
+    /// Half-closes every connection still open for writing (`Pacing`).
+    func breakStall() {
+        for c in connections where !c.closed && !c.writeShut { shut(c) }
     }
 
     /// Stops listening and closes every connection.
     func close() {
         listener.close()
         for c in connections { close(c) }
-    }
-
-    /// Whether a turn of `loop` now would wait for more than a few milliseconds: nothing
-    /// is due (no pending callback, closing handle or timer within 20 ms) and no
-    /// descriptor is ready. A descriptor whose watch was started in the last turn is
-    /// not yet in the kernel's set, so the harness asks this over several turns before
-    /// it believes it (`Harness.serve`).
-    static func isQuiet(_ loop: Loop) -> Bool {
-        let timeout = uv_backend_timeout(loop.raw)
-        guard timeout < 0 || timeout >= 20 else { return false }
-        var ready = pollfd(fd: uv_backend_fd(loop.raw), events: Int16(POLLIN), revents: 0)
-        return Glibc.poll(&ready, 1, 0) == 0
     }
 
     static let headEnd = Array("\r\n\r\n".utf8)
