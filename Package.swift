@@ -100,6 +100,8 @@ let package = Package(
         // tests. Part of no product.
         .target(name: "TestSupport", dependencies: ["EventLoop", "CUV"], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "SeededRandom"]),
+        // The fuzz harness's own rules (origin mode's records, policy and pacing).
+        .testTarget(name: "FuzzHarnessTests", dependencies: ["xhrpc-fuzz", "EventLoop", "HTTPEngine"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"]),
         .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),

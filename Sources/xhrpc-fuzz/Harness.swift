@@ -7,7 +7,8 @@ import SeededRandom
 import Service
 
 /// The fuzz harness: one input is one client connection to a fresh `Server` with the
-/// real method table, over a Unix socket pair, with no network at all.
+/// real method table, over a Unix socket pair, with no network at all — or, in origin
+/// mode, with one upstream of the harness's own on loopback (`Origin`).
 ///
 /// Input format: the first byte is the control byte, the rest the payload.
 /// - Low nibble: how many extra chunk boundaries to cut the client's bytes at (0–15).
@@ -27,7 +28,9 @@ import Service
 ///
 /// What counts as a finding, besides a crash or a sanitizer report: a reply line that is
 /// not a JSON-RPC 2.0 message, a connection the server does not close after the client's
-/// EOF and the last reply, and a handle left open after the server's shutdown.
+/// EOF and the last reply, and a handle left open after the server's shutdown. (In
+/// origin mode a server that only waits for its own timers past `Pacing`'s budget is
+/// stopped instead of waited for.)
 final class Harness {
     /// What the control byte's high nibble selects.
     struct Mode: Equatable {
