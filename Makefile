@@ -201,7 +201,8 @@ mutation-check: test-deps
 	$(TEST_PATH) $(PYTHON) Tests/Mutations/run.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
 ## fuzz: the libFuzzer target xhrpc-fuzz (Sources/xhrpc-fuzz: arbitrary bytes through a
-## socket pair into a fresh Server with the real method table, no network) under
+## socket pair into a fresh Server with the real method table, no network; or, in origin
+## mode, client steps and the answers of an upstream on loopback: docs/internals/fuzzing.md) under
 ## AddressSanitizer, for FUZZ_SECONDS. It starts from a copy of Fuzz/corpus (the seeds
 ## stay as they are) with the dictionary Fuzz/xhrpc.dict, and fails on any crash, leak,
 ## timeout (FUZZ_TIMEOUT seconds for one input) or memory use over 2 GiB; the input

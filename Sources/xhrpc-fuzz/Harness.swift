@@ -77,7 +77,9 @@ final class Harness {
     /// also refuse every address at connect time (check 2), should anything get there.
     /// (Checked: `strace -f -e trace=socket,connect,sendto,sendmsg,bind` over a fuzz run
     /// sees none of these calls; run it with `-detect_leaks=0`, LeakSanitizer cannot
-    /// work under ptrace.)
+    /// work under ptrace.) In origin mode the input's policy is `Origin.egressPolicy`:
+    /// this one's allow and deny patterns with the origin's `127.0.0.1:port` added, and
+    /// the same strace over the seeds sees binds and connects to 127.0.0.1 only.
     static let egressPolicy: EgressPolicy = {
         do {
             return try EgressPolicy(allow: ["fuzz.invalid"], deny: ["fuzz.invalid", "0.0.0.0/0", "::/0"])
