@@ -39,7 +39,7 @@ RELEASE_FLAGS := --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked \
 ARGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: run run-deps build release deps test-deps test docs docs-check settings-reference settings-check swift-test integration-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz sanitize install mutation-check soak
+.PHONY: run run-deps build release deps test-deps test docs docs-check settings-reference settings-check swift-test integration-test client-test examples lint bench bench-deps bench-check clean fuzz-build fuzz fuzz-replay sanitize install mutation-check soak
 
 ## deps: the C libraries (apt-get, only when pkg-config cannot find them). Debian's
 ## libwslay-dev installs no pkg-config file, so wslay is looked for by its header.
@@ -112,11 +112,12 @@ install: deps
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 .build/release/xhrpcd .build/release/xhrpc "$(DESTDIR)$(PREFIX)/bin/"
 
-## test: every test: the docs and settings pages' checks, Swift unit and integration tests, the server's
-## black-box suite (Tests/Integration), the Python and Node client suites, the release build
-## that `make run` uses (whole-module builds resolve imports differently), the Dockerfile
-## lint, the Swift tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
-test: test-deps docs-check build release settings-check swift-test integration-test client-test examples lint sanitize fuzz
+## test: every test: the docs and settings pages' checks, the fuzz corpus replayed
+## (fuzz-replay), Swift unit and integration tests, the server's black-box suite
+## (Tests/Integration), the Python and Node client suites, the release build that `make run`
+## uses (whole-module builds resolve imports differently), the Dockerfile lint, the Swift
+## tests under AddressSanitizer and a FUZZ_SECONDS fuzz run.
+test: test-deps docs-check build fuzz-replay release settings-check swift-test integration-test client-test examples lint sanitize fuzz
 
 ## docs: writes docs/reference/methods.md from api/openrpc.json (docs/tools/gen_reference.py).
 docs:
@@ -217,7 +218,8 @@ mutation-check: test-deps
 	$(TEST_PATH) $(PYTHON) Tests/Mutations/run.py $(if $(MUTATIONS),--only $(MUTATIONS))
 
 ## fuzz: the libFuzzer target xhrpc-fuzz (Sources/xhrpc-fuzz: arbitrary bytes through a
-## socket pair into a fresh Server with the real method table, no network) under
+## socket pair into a fresh Server with the real method table, no network; or, in origin
+## mode, client steps and the answers of an upstream on loopback: docs/internals/fuzzing.md) under
 ## AddressSanitizer, for FUZZ_SECONDS. It starts from a copy of Fuzz/corpus (the seeds
 ## stay as they are) with the dictionary Fuzz/xhrpc.dict, and fails on any crash, leak,
 ## timeout (FUZZ_TIMEOUT seconds for one input) or memory use over 2 GiB; the input
@@ -246,6 +248,14 @@ fuzz-build: deps
 	[ -f "$$lib" ] || { echo "no libFuzzer in the Swift toolchain ($$lib)"; exit 1; }; \
 	swift build -c release --product xhrpc-fuzz --traits Fuzz --sanitize address --build-path $(FUZZ_BUILD) \
 	  -Xlinker "$$lib" -Xlinker -lstdc++ $(SWIFT_FLAGS) 2>&1 | { grep -v "Cannot export local symbol" || true; }
+
+## fuzz-replay: every input of Fuzz/corpus, once, through the normal (debug) build's
+## xhrpc-fuzz, which replays files instead of fuzzing: seconds, no libFuzzer, no
+## sanitizer. Each regression-* seed is the input of a bug once found, so this is the
+## cheap check that none is back; each origin-* seed talks to an upstream of its own on
+## loopback. `make fuzz` starts from the same corpus under AddressSanitizer.
+fuzz-replay: build
+	.build/debug/xhrpc-fuzz Fuzz/corpus/*
 
 fuzz: fuzz-build
 	@mkdir -p $(FUZZ_ARTIFACTS); work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; \

@@ -98,13 +98,15 @@ let package = Package(
         ], path: "Benchmarks/xhrpc-bench"),
         .executableTarget(name: "xhrpc-fuzz", dependencies: [
             "Service", "EventLoop", "JSON", "HTTPEngine", .product(name: "Logging", package: "swift-log"),
-            "CShims", "SeededRandom",
+            "CShims", "CUV", "SeededRandom",
         ], swiftSettings: fuzzInstrumented + [.define("XHRPC_FUZZ", .when(traits: ["Fuzz"]))]),
         // Helpers more than one test target needs (test targets cannot import each other).
         // Plain Swift that throws or returns, no Swift Testing: the assertions stay in the
         // tests. Part of no product.
         .target(name: "TestSupport", dependencies: ["EventLoop", "CUV"], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "SeededRandom"]),
+        // The fuzz harness's own rules (origin mode's records, policy and pacing).
+        .testTarget(name: "FuzzHarnessTests", dependencies: ["xhrpc-fuzz", "EventLoop", "HTTPEngine"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestSupport"]),
         .testTarget(name: "SecureStreamTests", dependencies: ["SecureStream", "EventLoop", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),

@@ -7,15 +7,19 @@ import SeededRandom
 import Service
 
 /// The fuzz harness: one input is one client connection to a fresh `Server` with the
-/// real method table, over a Unix socket pair, with no network at all.
+/// real method table, over a Unix socket pair, with no network at all — or, in origin
+/// mode, with one upstream of the harness's own on loopback (`Origin`).
 ///
-/// Input format: the first byte is the control byte, the rest the bytes the client
-/// sends.
-/// - Low nibble: how many extra chunk boundaries to cut the payload at (0–15). Each
-///   chunk is written and then read by the server in a loop turn of its own, so the
-///   NDJSON framing sees messages split anywhere.
-/// - High nibble: the connection mode (`Mode`); values with no mode of their own mean
-///   `localUnix`, so existing seeds keep their meaning when a mode is added.
+/// Input format: the first byte is the control byte, the rest the payload.
+/// - Low nibble: how many extra chunk boundaries to cut the client's bytes at (0–15).
+///   Each chunk is written and then read by the server in a loop turn of its own, so
+///   the NDJSON framing sees messages split anywhere.
+/// - High nibble: the mode (`Mode`). Its top bit (0x80 in the byte) is origin mode:
+///   the payload is TLV records (`TLVInput`) holding the client's bytes and what an
+///   upstream on loopback answers (`Origin`); without it the payload is the client's
+///   bytes and nothing may reach the network. Its other bits: 1 is a client presented
+///   as TCP (`Client.tokenTCP`), any other value the socket owner, so existing seeds
+///   keep their meaning when a mode is added.
 ///
 /// A fresh server per input (rather than one for the whole run) keeps inputs
 /// independent: the principal's state (its requests, proxy, cookies) would otherwise
@@ -24,23 +28,31 @@ import Service
 ///
 /// What counts as a finding, besides a crash or a sanitizer report: a reply line that is
 /// not a JSON-RPC 2.0 message, a connection the server does not close after the client's
-/// EOF and the last reply, and a handle left open after the server's shutdown.
+/// EOF and the last reply, and a handle left open after the server's shutdown. (In
+/// origin mode a server that only waits for its own timers past `Pacing`'s budget is
+/// stopped instead of waited for.)
 final class Harness {
-    /// How the client reaches the server. Adding one: give it a control-byte value in
-    /// `init(control:)` and adopt the stream accordingly in `serve`.
-    enum Mode {
-        /// A client of the Unix socket, acting for the local principal.
-        case localUnix
-        /// A client that must `auth` first, as on TCP: the principal "fuzz" has the
-        /// token `fuzz-token`, and a failure is answered on the next turn, not after
-        /// a second, so that guesses stay cheap to run.
-        case tokenTCP
+    /// What the control byte's high nibble selects.
+    struct Mode: Equatable {
+        /// How the client reaches the server. Adding one: give it a value of the
+        /// nibble's low three bits in `init(control:)` and adopt the stream accordingly
+        /// in `serve`.
+        enum Client {
+            /// A client of the Unix socket, acting for the local principal.
+            case localUnix
+            /// A client that must `auth` first, as on TCP: the principal "fuzz" has the
+            /// token `fuzz-token`, and a failure is answered on the next turn, not after
+            /// a second, so that guesses stay cheap to run.
+            case tokenTCP
+        }
+
+        var client: Client
+        /// The payload is TLV records and an `Origin` answers on loopback.
+        var hasOrigin: Bool
 
         init(control: UInt8) {
-            switch control >> 4 {
-            case 1: self = .tokenTCP
-            default: self = .localUnix
-            }
+            client = (control >> 4) & 7 == 1 ? .tokenTCP : .localUnix
+            hasOrigin = control & 0x80 != 0
         }
     }
 
@@ -65,7 +77,9 @@ final class Harness {
     /// also refuse every address at connect time (check 2), should anything get there.
     /// (Checked: `strace -f -e trace=socket,connect,sendto,sendmsg,bind` over a fuzz run
     /// sees none of these calls; run it with `-detect_leaks=0`, LeakSanitizer cannot
-    /// work under ptrace.)
+    /// work under ptrace.) In origin mode the input's policy is `Origin.egressPolicy`:
+    /// this one's allow and deny patterns with the origin's `127.0.0.1:port` added, and
+    /// the same strace over the seeds sees binds and connects to 127.0.0.1 only.
     static let egressPolicy: EgressPolicy = {
         do {
             return try EgressPolicy(allow: ["fuzz.invalid"], deny: ["fuzz.invalid", "0.0.0.0/0", "::/0"])
@@ -131,8 +145,19 @@ final class Harness {
     func run(_ data: UnsafeRawBufferPointer) {
         guard let control = data.first else { return }
         let payload = UnsafeRawBufferPointer(rebasing: data[1...])
-        serve(payload, mode: Mode(control: control),
-              boundaries: Harness.chunkBoundaries(count: payload.count, control: control))
+        let mode = Mode(control: control)
+        guard mode.hasOrigin else {
+            serve(payload, mode: mode, boundaries: Harness.chunkBoundaries(count: payload.count, control: control),
+                  origin: nil)
+            return
+        }
+        let origin = Origin(loop: loop)
+        let input = TLVInput(parsing: payload).substituting(port: origin.port)
+        origin.start(input)
+        let (bytes, stepEnds) = input.clientBytes
+        // The steps' ends and the control byte's cuts.
+        let boundaries = Set(stepEnds).union(Harness.chunkBoundaries(count: bytes.count, control: control)).sorted()
+        bytes.withUnsafeBytes { serve($0, mode: mode, boundaries: boundaries, origin: origin) }
     }
 
     /// The ends of the chunks the payload is written in: up to `control & 15` extra cut
@@ -153,8 +178,11 @@ final class Harness {
 
     /// One connection: the server adopts one end of a socket pair; the harness writes
     /// the payload chunk by chunk into the other, half-closes it, reads every reply and
-    /// waits for the server to close. Then the server shuts down.
-    private func serve(_ payload: UnsafeRawBufferPointer, mode: Mode, boundaries: [Int]) {
+    /// waits for the server to close. Then the origin, if any, closes, and the server
+    /// shuts down.
+    private func serve(_ payload: UnsafeRawBufferPointer, mode: Mode, boundaries: [Int], origin: Origin?) {
+        var config = config
+        if let origin { config.engine.egressPolicy = origin.egressPolicy() }
         let server: Server
         do {
             server = try Server(config: config, loop: loop, logger: logger)
@@ -169,7 +197,7 @@ final class Harness {
         _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
         do {
             let stream = try EventLoop.Stream.openPipe(loop: loop, fd: fds[0])
-            switch mode {
+            switch mode.client {
             case .localUnix: server.adopt(stream)
             case .tokenTCP: server.adopt(PresentedAsTCP(stream))
             }
@@ -182,10 +210,17 @@ final class Harness {
         var chunk = 0
         var halfClosed = false
         var serverClosed = false
+        // With an origin, the next chunk (or the EOF) waits for the loop to go quiet
+        // (`Pacing`): whatever the last one started has then run as far as it can.
+        var mayWrite = true
+        var pacing = Pacing()
+        var stopped = false, stopping = false
         // Bounded: every turn either writes, reads or lets the server make progress;
         // a server that makes none until this runs out has hung on the input.
         for _ in 0..<1_000_000 {
-            if chunk < boundaries.count {
+            if !mayWrite {
+                // Waiting for the quiet (below).
+            } else if chunk < boundaries.count {
                 let end = boundaries[chunk]
                 if written < end {
                     let n = Glibc.write(client, payload.baseAddress! + written, end - written)
@@ -197,22 +232,39 @@ final class Harness {
                         chunk = boundaries.count
                     }
                 }
-                if chunk < boundaries.count, written == end { chunk += 1 }
+                if chunk < boundaries.count, written == end {
+                    chunk += 1
+                    if origin != nil { mayWrite = false }
+                }
             } else if !halfClosed {
                 shutdown(client, Int32(SHUT_WR))
                 halfClosed = true
             }
             serverClosed = readReplies(client, into: &replies)
             if serverClosed { break }
-            loop.runOnce()
+            guard let origin else {
+                loop.runOnce()
+                continue
+            }
+            switch pacing.next(Pacing.LoopState(loop), waitingToSend: !mayWrite, originHoldsOpen: origin.holdsConnectionOpen) {
+            case .runNoWait: loop.runNoWait()
+            case .runOnce: loop.runOnce()
+            case .send: mayWrite = true
+            case .breakStall: origin.breakStall()
+            case .stopServer:
+                // The second stop ends the drain at once; the server closes the connection.
+                stopping = true
+                server.shutdown { stopped = true }
+                server.shutdown {}
+            }
         }
         precondition(serverClosed, "the server did not close the connection after EOF and its last reply")
         close(client)
+        origin?.close()
         if echoReplies { print(String(decoding: replies, as: UTF8.self), terminator: "") }
         Harness.checkReplies(replies)
 
-        var stopped = false
-        server.shutdown { stopped = true }
+        if !stopping { server.shutdown { stopped = true } }
         // Runs until nothing is left: every handle the server opened must be closed.
         loop.run()
         precondition(stopped, "the server's shutdown did not finish")
