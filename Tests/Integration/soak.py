@@ -270,7 +270,8 @@ class Soak:
         v = self.server.connect()
         try:
             for i in range(rng.randrange(1, 8)):
-                v.send({"jsonrpc": "2.0", "id": i, "method": "fetch",
+                # Ids of their own: the client numbers its calls from 1.
+                v.send({"jsonrpc": "2.0", "id": "vanish-%d" % i, "method": "fetch",
                         "params": {"url": self.upstream.url("/drip/100000?chunk=100&delay=20"), "timeout": 60}})
             v.call("socket.create", {"host": "127.0.0.1", "port": self.echo.port})
         finally:
