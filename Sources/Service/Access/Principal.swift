@@ -32,13 +32,21 @@ final class Principal {
     /// The credentials this principal stored per protection space (`credentials.set`),
     /// used when a response challenges one of its requests (`HTTPRequest+Challenge.swift`);
     /// no other principal's requests ever look here. `CredentialPersistence` keeps it on disk.
-    var credentials = CredentialTable()
+    /// Its bytes count in `bufferedBytes`, whoever changes it (`credentials.set` checks
+    /// the room first; a store loaded at start is counted as it is).
+    var credentials = CredentialTable() {
+        didSet { buffered(credentials.byteCount - oldValue.byteCount) }
+    }
 
     /// Connections acting for this principal now.
     var connections = 0
     /// Transfers started and not yet ended (`HTTPRequest` keeps it in step).
     var transfersInFlight = 0
-    /// Unread bytes across its objects (`UnreadBytes` keeps it in step).
+    /// Every byte the server holds for the principal's calls, against its
+    /// `bufferedBytes` limit: unread response and socket bytes (`UnreadBytes`), socket
+    /// bytes queued for the peer, and what its calls stored — request headers, post
+    /// values and bodies, credentials (`HeldBytes`, `credentials`). docs/BUDGETS.md
+    /// lists every channel, and the constant by which the total may pass the limit.
     private(set) var bufferedBytes = 0
     /// Objects that stopped receiving because `bufferedBytes` reached the limit; resumed
     /// when reads bring it below.
@@ -119,6 +127,18 @@ final class Principal {
         let waiting = waitingForBudget.values
         waitingForBudget = [:]
         for o in waiting { o.budgetFreed() }
+    }
+
+    /// Refuses with `limit_exceeded` (`data.limit` `bufferedBytes`) when `n` more bytes
+    /// would take the principal past its budget: the one check of every call that makes
+    /// the server keep bytes (`HeldBytes`, `socket.write`, `credentials.set`). `what`
+    /// names the call.
+    func checkRoom(_ n: Int, for what: String) throws(RPCError) {
+        let max = limits.bufferedBytes
+        guard n > 0, bufferedBytes + n > max else { return }
+        throw ServiceError.limitExceeded(
+            "bufferedBytes", max: max,
+            "\(what): principal '\(name)' holds \(bufferedBytes) bytes (unread, unsent, or kept for its calls); \(n) more would pass its bufferedBytes limit of \(max). Read, close or release some first")
     }
 
     /// `o` stopped receiving because the principal's buffers are full.

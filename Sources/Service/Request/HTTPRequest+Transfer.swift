@@ -18,6 +18,7 @@ extension HTTPRequest {
                     // A new exchange: no attempt yet (an abort just reported was the old one's).
                     attempt = 0
                     planned = nil
+                    heldSend.releaseAll()
                     dropDownload()
                 }
                 if s == .opened || s == .done { pausedByClient = false }
@@ -52,7 +53,7 @@ extension HTTPRequest {
                 progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
                 progressCursors = [:]
             case .clearRequest:
-                headers = []
+                clearHeaders()
                 serializer.clear()
             case .startTransfer:
                 break  // started before the transition, so a refused start changes nothing

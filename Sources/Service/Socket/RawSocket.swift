@@ -155,12 +155,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         }
         // The queue counts with the principal's other buffers, so many sockets to peers
         // that do not read cannot hold sockets × --max-buffer-bytes of the server.
-        let budget = principal.limits.bufferedBytes
-        guard principal.bufferedBytes + bytes.count <= budget else {
-            throw ServiceError.limitExceeded(
-                "bufferedBytes", max: budget,
-                "Principal '\(principal.name)' holds \(principal.bufferedBytes) bytes not yet read or sent; \(bytes.count) more would pass its bufferedBytes limit of \(budget). Wait and write again.")
-        }
+        try principal.checkRoom(bytes.count, for: "socket.write")
         stream.write(bytes)
         countOutbound()
         bytesOut += bytes.count
