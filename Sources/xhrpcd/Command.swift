@@ -93,7 +93,7 @@ struct XHRPCD: ParsableCommand {
     var deny: [String] = []
 
     @Option(name: .long, help: ArgumentHelp(
-        "A limit per principal, NAME=N (repeatable; config key \"limits\", an object): requests (held; default 1000), transfers (in flight; default 64; more sends are refused), bufferedBytes (unread across its requests; default 268435456), connections (default 128), sockets (raw sockets held; default 64). A principal's own \"limits\" in the config file win.",
+        "A limit per principal, NAME=N (repeatable; config key \"limits\", an object): requests (held; default 1000), transfers (in flight; default 64; more sends are refused), bufferedBytes (bytes held for its calls: unread, unsent, and request headers, bodies and credentials stored; default 268435456), connections (default 128), sockets (raw sockets held; default 64). A principal's own \"limits\" in the config file win.",
         valueName: "name=n"))
     var limit: [String] = []
 
