@@ -44,6 +44,9 @@ public final class Transfer {
     /// body is framed by Transfer-Encoding (as RFC 9112 §6.3 says), and the connection
     /// is not reused afterwards (`TransferEngine.retireConnection`).
     var connectionSuspect = false
+    /// A head of this transfer (a redirect hop's or an interim one's included) carried a
+    /// `Set-Cookie`: libcurl may have stored cookies in the request's jar.
+    public private(set) var sawSetCookie = false
     /// Where the caller's URL leads, read once at `start`: credentials go only there.
     var origin: URLTarget?
     /// When the first hop started (`monotonicSeconds`), for `TransferMetrics.totalTime`
@@ -189,6 +192,14 @@ public final class Transfer {
 
     /// One header line. Lines after the head was delivered are trailers: not part of the
     /// head, ignored.
+    /// Whether a header line is a `Set-Cookie` (the name in any case).
+    static func isSetCookie(_ line: UnsafeRawBufferPointer) -> Bool {
+        let name = Array("set-cookie:".utf8)
+        guard line.count >= name.count else { return false }
+        for i in 0..<name.count where line[i] | 0x20 != name[i] { return false }
+        return true
+    }
+
     func headerLineArrived(_ line: UnsafeRawBufferPointer) -> Int {
         guard state == .running else { return 0 }
         guard !headDelivered else { return line.count }
@@ -197,6 +208,7 @@ public final class Transfer {
             pausedInCurl = true
             return Curl.writePause
         }
+        if !sawSetCookie, Self.isSetCookie(line) { sawSetCookie = true }
         headParser.consume(line: line)
         // The blank line ends a block: if it is the final response's, the client sees
         // HEADERS_RECEIVED now, not only when the first body byte comes.

@@ -35,7 +35,7 @@ final class Principal {
     /// Its bytes count in `bufferedBytes`, whoever changes it (`credentials.set` checks
     /// the room first; a store loaded at start is counted as it is).
     var credentials = CredentialTable() {
-        didSet { buffered(credentials.byteCount - oldValue.byteCount) }
+        didSet { stored(credentials.byteCount - oldValue.byteCount) }
     }
 
     /// Connections acting for this principal now.
@@ -45,9 +45,16 @@ final class Principal {
     /// Every byte the server holds for the principal's calls, against its
     /// `bufferedBytes` limit: unread response and socket bytes (`UnreadBytes`), socket
     /// bytes queued for the peer, and what its calls stored — request headers, post
-    /// values and bodies, credentials (`HeldBytes`, `credentials`). docs/BUDGETS.md
-    /// lists every channel, and the constant by which the total may pass the limit.
+    /// values and bodies, credentials, cookies (`HeldBytes`, `credentials`,
+    /// `countCookies`). docs/BUDGETS.md lists every channel, and the constant by which
+    /// the total may pass the limit.
     private(set) var bufferedBytes = 0
+    /// The part of `bufferedBytes` the principal's calls stored (`HeldBytes`, its
+    /// credentials, its cookies), as opposed to bytes on their way (unread, unsent): a
+    /// stop's drain waits for the latter only.
+    private(set) var storedBytes = 0
+    /// The bytes of the cookie jar, as last counted (`countCookies`).
+    private var cookieBytes = 0
     /// Objects that stopped receiving because `bufferedBytes` reached the limit; resumed
     /// when reads bring it below.
     private var waitingForBudget: [ObjectIdentifier: any BudgetWaiter] = [:]
@@ -139,6 +146,26 @@ final class Principal {
         throw ServiceError.limitExceeded(
             "bufferedBytes", max: max,
             "\(what): principal '\(name)' holds \(bufferedBytes) bytes (unread, unsent, or kept for its calls); \(n) more would pass its bufferedBytes limit of \(max). Read, close or release some first")
+    }
+
+    /// Records stored bytes added (positive) or dropped (negative): they count in
+    /// `bufferedBytes` as bytes on their way do.
+    func stored(_ delta: Int) {
+        storedBytes += delta
+        buffered(delta)
+    }
+
+    /// Unread and unsent bytes: `bufferedBytes` without what the calls stored.
+    var bytesOnTheirWay: Int { bufferedBytes - storedBytes }
+
+    /// Counts the cookie jar again. libcurl does not say when a jar changes, so this
+    /// runs after every transfer that used it ended, and after a load or a clear
+    /// (`CookiePersistence`). The cookies came in responses and cannot be refused: they
+    /// count without a check, and a budget they fill refuses the next send.
+    func countCookies() {
+        let n = cookieJar.byteCount(perCookie: HeldBytes.perEntry)
+        stored(n - cookieBytes)
+        cookieBytes = n
     }
 
     /// `o` stopped receiving because the principal's buffers are full.

@@ -23,7 +23,7 @@ final class HeldBytes {
 
     init(principal: Principal) { self.principal = principal }
 
-    deinit { if count > 0 { principal.buffered(-count) } }
+    deinit { if count > 0 { principal.stored(-count) } }
 
     /// What one stored entry (a header, a form field, a part, a credential) costs beyond
     /// the bytes of its strings: the strings' own headers, the collection's slot and the
@@ -39,7 +39,7 @@ final class HeldBytes {
     func hold(_ n: Int, for what: String) throws(RPCError) {
         try principal.checkRoom(n, for: what)
         count += n
-        principal.buffered(n)
+        principal.stored(n)
     }
 
     /// Makes the count `n`: growing is refused past the limit as `hold` is, shrinking
@@ -48,14 +48,14 @@ final class HeldBytes {
         if n > count { try principal.checkRoom(n - count, for: what) }
         let delta = n - count
         count = n
-        if delta != 0 { principal.buffered(delta) }
+        if delta != 0 { principal.stored(delta) }
     }
 
     /// Gives every byte back.
     func releaseAll() {
         let n = count
         count = 0
-        if n > 0 { principal.buffered(-n) }
+        if n > 0 { principal.stored(-n) }
     }
 
     /// What a send keeps of `request` beyond the object's own fields, while it is sent

@@ -190,10 +190,14 @@ extension HTTPRequest {
                               failure: failure)
     }
 
-    /// A transfer stopped for good; if it used the jar, it may have stored cookies.
+    /// A transfer stopped for good; if it used the jar, it may have stored cookies, and
+    /// if a head said `Set-Cookie`, the jar is counted again (`Principal.countCookies`:
+    /// one listing of the jar, so only after a transfer that can have grown it).
     private func transferEnded(_ t: Transfer) {
         sentBytes = Int(max(0, progress.uploaded))
         principal.usage.httpBytesSent += UInt64(max(0, progress.uploaded))
-        if t.request.cookieJar != nil { env.cookiesMayHaveChanged(for: principal) }
+        guard t.request.cookieJar != nil else { return }
+        if t.sawSetCookie { principal.countCookies() }
+        env.cookiesMayHaveChanged(for: principal)
     }
 }

@@ -288,5 +288,35 @@ class Credentials(BudgetCase):
         self.assertEqual(self.held(self.dora), 0)
 
 
+class Cookies(BudgetCase):
+    """The cookie jar, filled by the Set-Cookie of the principal's responses: counted
+    after each transfer that used it; past the budget the next send is refused."""
+
+    def test_cookies_stored_from_responses_count_until_cleared(self):
+        each = 3000
+        value = "c" * each
+        accepted, refused = 0, []
+        for i in range(OFFERED // each):
+            try:
+                reply = self.dora.call("fetch", {"url": self.url("/set-cookie?name=c%d&value=%s" % (i, value))})
+                self.assertEqual(reply["status"], 200)
+                self.assertEqual(refused, [], "a fetch was sent after a refusal")
+                accepted += 1
+            except RPCError as e:
+                refused.append(e)
+                if len(refused) == 3:
+                    break
+            # One response's cookies land before the count sees them (docs/BUDGETS.md).
+            self.assertLessEqual(self.held(self.dora), LIMIT + C + each + 2 * KIB)
+        self.assertRefusedAtTheBudget(accepted, refused, each + 2 * KIB)
+        self.assertErinIsServed()
+        r = self.dora.call("create")["request"]
+        self.dora.call("clearCookies", {"request": r})
+        self.dora.call("release", {"request": r})
+        self.assertEqual(self.held(self.dora), 0, "clearCookies gives the jar's bytes back")
+        reply = self.dora.call("fetch", {"url": self.url("/set-cookie?name=again&value=1")})
+        self.assertEqual(reply["status"], 200, "the principal is served again")
+
+
 if __name__ == "__main__":
     unittest.main()
