@@ -318,5 +318,37 @@ class Cookies(BudgetCase):
         self.assertEqual(reply["status"], 200, "the principal is served again")
 
 
+class InterceptorReplacements(BudgetCase):
+    """An interceptor's replacement brings a body of its own: the send's copy of the
+    request counts it, and one that would pass the budget ends its request, unsent."""
+
+    def test_replacement_bodies_count_and_one_past_the_budget_fails_its_request(self):
+        each = 192 * KIB
+        icp_conn = self.server.connect_as("dora")
+        self.addCleanup(icp_conn.close)
+        icp = icp_conn.intercept(will_send=lambda params: {"body": "i" * each})
+        self.addCleanup(icp.__exit__, None, None, None)
+        requests = [self.new_request("/status/204") for _ in range(OFFERED // each)]
+        outcomes = []
+        for r in requests:
+            self.dora.call("send", {"request": r})
+            self.wait_done(r)
+            outcomes.append((self.dora.call("getStatus", {"request": r}), self.dora.call("getStatusText", {"request": r})))
+            self.assertLessEqual(self.held(self.dora), LIMIT + C)
+        sent = [o for o in outcomes if o[0] == 204]
+        refused = [o for o in outcomes if o[0] != 204]
+        self.assertTrue(sent, "no replacement was sent")
+        self.assertTrue(refused, "every replacement was held: %d of %d bytes" % (len(sent), each))
+        for status, text in refused:
+            self.assertEqual(status, 0)
+            self.assertIn("Replacement refused by the server", text)
+            self.assertIn("bufferedBytes limit of %d" % LIMIT, text)
+        self.assertGreaterEqual(self.held(self.dora), LIMIT - 2 * each, "the replacements sent are counted")
+        self.assertErinIsServed()
+        for r in requests:
+            self.dora.call("release", {"request": r})
+        self.assertEqual(self.held(self.dora), 0)
+
+
 if __name__ == "__main__":
     unittest.main()
