@@ -190,16 +190,17 @@ public final class Transfer {
         return Curl.writePause
     }
 
-    /// One header line. Lines after the head was delivered are trailers: not part of the
-    /// head, ignored.
     /// Whether a header line is a `Set-Cookie` (the name in any case).
     static func isSetCookie(_ line: UnsafeRawBufferPointer) -> Bool {
-        let name = Array("set-cookie:".utf8)
-        guard line.count >= name.count else { return false }
-        for i in 0..<name.count where line[i] | 0x20 != name[i] { return false }
+        guard line.count >= setCookie.count else { return false }
+        for i in 0..<setCookie.count where line[i] | 0x20 != setCookie[i] { return false }
         return true
     }
 
+    private static let setCookie = Array("set-cookie:".utf8)
+
+    /// One header line. Lines after the head was delivered are trailers: not part of the
+    /// head, ignored.
     func headerLineArrived(_ line: UnsafeRawBufferPointer) -> Int {
         guard state == .running else { return 0 }
         guard !headDelivered else { return line.count }

@@ -12,7 +12,7 @@ public struct PrincipalLimits: Sendable, Equatable {
     public var transfers = 64
     /// Bytes held for the principal's calls: unread bytes across all its requests and
     /// sockets, socket bytes not yet sent, and what its calls stored (request headers,
-    /// post values and bodies, credentials; docs/BUDGETS.md). At the limit every transfer
+    /// post values and bodies, credentials, cookies; docs/BUDGETS.md). At the limit every transfer
     /// and socket of the principal stops receiving until the client reads, new sends are
     /// refused, and so is every call that would store more.
     public var bufferedBytes = 256 << 20

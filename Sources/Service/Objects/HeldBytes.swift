@@ -59,7 +59,7 @@ final class HeldBytes {
     }
 
     /// What a send keeps of `request` beyond the object's own fields, while it is sent
-    /// and until the next `open`, `close` or `release`: the body (`send {body}`,
+    /// and until the next `open` or `release`: the body (`send {body}`,
     /// `sendData`, the serializer's encoded bytes, a replacement's) and libcurl's copies,
     /// the header list (`curl_slist`, each line `Name: value`) and a body small enough
     /// to be copied into the handle (`TransferEngine.copiedBodyLimit`).
