@@ -16,14 +16,16 @@ import JSONRPC
 /// object goes away is given back then.
 ///
 /// A class, like `UnreadBytes`: giving bytes back can wake objects paused for the
-/// budget, and they may look at this one from inside that call.
+/// budget, and they may look at this one from inside that call. The principal is held
+/// weakly: an object can outlive it (a principal's table dropping its objects as it
+/// goes), and then there is no count left to give back to.
 final class HeldBytes {
-    unowned let principal: Principal
+    private weak var principal: Principal?
     private(set) var count = 0
 
     init(principal: Principal) { self.principal = principal }
 
-    deinit { if count > 0 { principal.stored(-count) } }
+    deinit { if count > 0 { principal?.stored(-count) } }
 
     /// What one stored entry (a header, a form field, a part, a credential) costs beyond
     /// the bytes of its strings: the strings' own headers, the collection's slot and the
@@ -37,25 +39,25 @@ final class HeldBytes {
     /// Counts `n` more bytes, or refuses (`Principal.checkRoom`) and counts nothing;
     /// `what` names the call for the message.
     func hold(_ n: Int, for what: String) throws(RPCError) {
-        try principal.checkRoom(n, for: what)
+        try principal?.checkRoom(n, for: what)
         count += n
-        principal.stored(n)
+        principal?.stored(n)
     }
 
     /// Makes the count `n`: growing is refused past the limit as `hold` is, shrinking
     /// always works.
     func resize(to n: Int, for what: String) throws(RPCError) {
-        if n > count { try principal.checkRoom(n - count, for: what) }
+        if n > count { try principal?.checkRoom(n - count, for: what) }
         let delta = n - count
         count = n
-        if delta != 0 { principal.stored(delta) }
+        if delta != 0 { principal?.stored(delta) }
     }
 
     /// Gives every byte back.
     func releaseAll() {
         let n = count
         count = 0
-        if n > 0 { principal.stored(-n) }
+        if n > 0 { principal?.stored(-n) }
     }
 
     /// What a send keeps of `request` beyond the object's own fields, while it is sent
