@@ -182,6 +182,21 @@ class PostValues(BudgetCase):
         self.dora.call("release", {"request": r})
         self.assertEqual(self.held(self.dora), 0)
 
+    def test_fetch_bodies_over_the_budget_are_refused_and_nothing_is_sent(self):
+        big = "b" * (LIMIT + 1)
+        for body in ({"json": {"data": big}}, {"form": {"k": big}}, {"body": big},
+                     {"multipart": [{"name": "p", "value": big}]}):
+            with self.assertRaises(RPCError) as e:
+                self.dora.call("fetch", dict({"url": self.url("/echo"), "method": "POST"}, **body))
+            self.assertEqual((e.exception.code, e.exception.data),
+                             (-32004, {"reason": "limit_exceeded", "limit": "bufferedBytes", "max": LIMIT}), list(body))
+            self.assertEqual(self.held(self.dora), 0, "%s: the refused fetch gave back what it had counted" % list(body))
+        reply = self.dora.call("fetch", {"url": self.url("/echo"), "method": "POST", "json": {"data": "small"},
+                                         "responseType": "json"})
+        self.assertEqual(reply["status"], 200)
+        self.assertEqual(self.held(self.dora), 0)
+        self.assertErinIsServed()
+
     def test_json_bodies_count_and_a_replacement_replaces_the_count(self):
         each = 128 * KIB
         requests = [self.new_request() for _ in range(OFFERED // each)]
