@@ -209,6 +209,14 @@ public final class Transfer {
             pausedInCurl = true
             return Curl.writePause
         }
+        // Refused for lack of room: libcurl keeps the line and offers it after `resume()`.
+        if let delegate, !delegate.transfer(self, receivedHeadLine: line.count) {
+            guard state == .running else { return 0 }
+            pauseReasons.insert(.noRoom)
+            pausedInCurl = true
+            return Curl.writePause
+        }
+        guard state == .running else { return 0 }
         if !sawSetCookie, Self.isSetCookie(line) { sawSetCookie = true }
         headParser.consume(line: line)
         // The blank line ends a block: if it is the final response's, the client sees

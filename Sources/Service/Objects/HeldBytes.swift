@@ -53,6 +53,13 @@ final class HeldBytes {
         if delta != 0 { principal?.stored(delta) }
     }
 
+    /// Counts `n` more bytes without a check: bytes that arrived and cannot be refused
+    /// (a response head's line), whose source stops once the budget is spent.
+    func add(_ n: Int) {
+        count += n
+        principal?.stored(n)
+    }
+
     /// Gives every byte back.
     func releaseAll() {
         let n = count

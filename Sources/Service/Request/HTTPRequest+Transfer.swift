@@ -49,6 +49,7 @@ extension HTTPRequest {
                 statusText = ""
                 responseHeaders = []
                 pendingHead = nil
+                heldHead.releaseAll()
                 body.removeAll()
                 progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
                 progressCursors = [:]
@@ -96,6 +97,21 @@ extension HTTPRequest {
     /// The Content-Length of a head, or -1 when it has none that can be read.
     static func expectedLength(_ headers: HeaderFields) -> Int64 {
         headers.firstValue(of: "Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? -1
+    }
+
+    /// A head's line counts in the budget as it arrives; while the budget is spent the
+    /// transfer pauses before keeping it, as it does for body bytes.
+    func transfer(_ t: Transfer, receivedHeadLine bytes: Int) -> Bool {
+        if t === discarding { return true }
+        if principal.budgetExhausted {
+            if failsWhenBufferFull {
+                return fail(t, "Principal '\(principal.name)' holds \(principal.limits.bufferedBytes) bytes, its limit; read or release some requests first")
+            }
+            principal.waitForBudget(self)
+            return false
+        }
+        heldHead.add(bytes)
+        return true
     }
 
     func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {

@@ -49,6 +49,9 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     let heldHeaders: HeldBytes
     let heldCredentials: HeldBytes
     let heldSend: HeldBytes
+    /// The response heads of the current send (every hop's lines), until the response
+    /// is cleared (`open`) or the request released.
+    let heldHead: HeldBytes
     var followRedirects = true
     /// This request's own redirect limit (fetch's `maxRedirects`); nil: the server's.
     var maxRedirects: Int?
@@ -156,6 +159,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         heldHeaders = HeldBytes(principal: principal)
         heldCredentials = HeldBytes(principal: principal)
         heldSend = HeldBytes(principal: principal)
+        heldHead = HeldBytes(principal: principal)
         lastUsed = environment.clock.now()
     }
 
@@ -381,6 +385,7 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         heldCredentials.releaseAll()
         planned = nil
         heldSend.releaseAll()
+        heldHead.releaseAll()
         if let call = syncCall {
             syncCall = nil
             replySummary(to: call)
