@@ -3,8 +3,8 @@
 /// or `shutdown` — so a delegate may call any of those from inside a callback (they take
 /// effect once libcurl has returned; see `TransferEngine`).
 ///
-/// Order: `receivedHead` at most once, then `receivedBody` any number of times, then
-/// `completedWith` exactly once. `progressed` may come at any point before completion.
+/// Order: `receivedHeadLine` for each line of every head, `receivedHead` at most once,
+/// then `receivedBody` any number of times, then `completedWith` exactly once. `progressed` may come at any point before completion.
 /// After `cancel` returns nothing at all is called.
 public protocol TransferDelegate: AnyObject {
     /// The final response's head (after redirects and auth retries): called once, before
