@@ -18,7 +18,6 @@ a response's cookies may.
 """
 
 import base64
-import json
 import unittest
 
 from test_request_object import MIB, ObjectTestCase, poll_until, proc_kib
