@@ -44,6 +44,9 @@ public final class Transfer {
     /// body is framed by Transfer-Encoding (as RFC 9112 §6.3 says), and the connection
     /// is not reused afterwards (`TransferEngine.retireConnection`).
     var connectionSuspect = false
+    /// A head of this transfer (a redirect hop's or an interim one's included) carried a
+    /// `Set-Cookie`: libcurl may have stored cookies in the request's jar.
+    public private(set) var sawSetCookie = false
     /// Where the caller's URL leads, read once at `start`: credentials go only there.
     var origin: URLTarget?
     /// When the first hop started (`monotonicSeconds`), for `TransferMetrics.totalTime`
@@ -217,6 +220,15 @@ public final class Transfer {
         return Curl.writePause
     }
 
+    /// Whether a header line is a `Set-Cookie` (the name in any case).
+    static func isSetCookie(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard line.count >= setCookie.count else { return false }
+        for i in 0..<setCookie.count where line[i] | 0x20 != setCookie[i] { return false }
+        return true
+    }
+
+    private static let setCookie = Array("set-cookie:".utf8)
+
     /// One header line. Lines after the head was delivered are trailers: not part of the
     /// head, ignored.
     func headerLineArrived(_ line: UnsafeRawBufferPointer) -> Int {
@@ -227,6 +239,15 @@ public final class Transfer {
             pausedInCurl = true
             return Curl.writePause
         }
+        // Refused for lack of room: libcurl keeps the line and offers it after `resume()`.
+        if let delegate, !delegate.transfer(self, receivedHeadLine: line.count) {
+            guard state == .running else { return 0 }
+            pauseReasons.insert(.noRoom)
+            pausedInCurl = true
+            return Curl.writePause
+        }
+        guard state == .running else { return 0 }
+        if !sawSetCookie, Self.isSetCookie(line) { sawSetCookie = true }
         headParser.consume(line: line)
         // The blank line ends a block: if it is the final response's, the client sees
         // HEADERS_RECEIVED now, not only when the first body byte comes.

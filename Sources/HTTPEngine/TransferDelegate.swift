@@ -3,8 +3,8 @@
 /// or `shutdown` — so a delegate may call any of those from inside a callback (they take
 /// effect once libcurl has returned; see `TransferEngine`).
 ///
-/// Order: `receivedHead` at most once, then `receivedBody` any number of times, then
-/// `completedWith` exactly once. `progressed` may come at any point before completion.
+/// Order: `receivedHeadLine` for each line of every head, `receivedHead` at most once,
+/// then `receivedBody` any number of times, then `completedWith` exactly once. `progressed` may come at any point before completion.
 /// After `cancel` returns nothing at all is called.
 public protocol TransferDelegate: AnyObject {
     /// The final response's head (after redirects and auth retries): called once, before
@@ -15,11 +15,20 @@ public protocol TransferDelegate: AnyObject {
     /// transfer pauses (`CURL_WRITEFUNC_PAUSE`), and the same bytes are offered again
     /// after `resume()`. The bytes are valid only during the call.
     func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool
+    /// A line of a response head (a redirect's or an interim response's too), `bytes`
+    /// long, before it is kept. Return false to refuse it for now: the transfer pauses as
+    /// for a refused body, and the line is offered again after `resume()`. The default
+    /// keeps every line.
+    func transfer(_ t: Transfer, receivedHeadLine bytes: Int) -> Bool
     /// Upload and download progress. Called whenever a figure changed, which may be once
     /// per read: the delegate coalesces.
     func transfer(_ t: Transfer, progressed p: TransferProgress)
     /// Exactly once, last. nil = success (any HTTP status is a success here).
     func transfer(_ t: Transfer, completedWith failure: TransferFailure?)
+}
+
+extension TransferDelegate {
+    public func transfer(_ t: Transfer, receivedHeadLine bytes: Int) -> Bool { true }
 }
 
 /// Bytes moved so far. A total is 0 while unknown (no `Content-Length`, chunked).

@@ -7,7 +7,7 @@ import CShims
 extension TransferEngine {
     /// Bodies up to this size are copied into libcurl (`CURLOPT_COPYPOSTFIELDS`), so head
     /// and body leave in one write; larger ones are read in place by the read callback.
-    static let copiedBodyLimit = 64 * 1024
+    public static let copiedBodyLimit = 64 * 1024
 
     /// Methods with a meaning of their own to libcurl; any other token is sent with
     /// `CURLOPT_CUSTOMREQUEST`.

@@ -227,6 +227,24 @@ class Stop(unittest.TestCase):
         f.close()
         s.close()
 
+    def test_bytes_the_calls_stored_do_not_hold_the_drain(self):
+        # Request headers, post values and stored credentials count in the principal's
+        # bufferedBytes (docs/operations/budgets.md), but the drain waits only for bytes on their
+        # way (unread, unsent): with a client still connected and nothing in flight it
+        # ends at once, not after --drain-seconds (600 here, far past stop()'s wait).
+        srv = XhrpcServer(args=("--drain-seconds", "600")).start()
+        c = srv.connect()
+        try:
+            r = c.call("create")["request"]
+            c.call("open", {"request": r, "method": "GET", "url": "http://127.0.0.1:9/", "subscribe": False})
+            c.call("setRequestHeader", {"request": r, "header": "X-Held", "value": "h" * 4096})
+            c.call("setPostValue", {"request": r, "key": "k", "value": "v" * 4096})
+            c.call("credentials.set", {"host": "example.com", "user": "u", "password": "p" * 4096})
+            self.assertGreater(c.call("server.stats")["bufferedBytes"], 3 * 4096)
+            self.assertEqual(srv.stop(), 0)
+        finally:
+            c.close()
+
     def test_sigterm_as_soon_as_it_accepts_still_drains(self):
         # The stop signals are handled from before the socket listens: a SIGTERM sent
         # the moment a connection goes through ends the server cleanly (status 0, socket

@@ -71,7 +71,7 @@ import TestSupport
 
         // The machine's rules hold without a server.
         #expect(throws: RPCError.self) { try r.checkCanSend("send") }
-        r.open(method: "GET", url: upstream.url("/bytes/1000?seed=4"), async: true, user: nil, password: nil,
+        try r.open(method: "GET", url: upstream.url("/bytes/1000?seed=4"), async: true, user: nil, password: nil,
                auth: .basic, opener: nil)
         #expect(r.state == .opened)
         #expect(throws: RPCError.self) { try r.setRequestHeader("Host", "elsewhere") }

@@ -86,6 +86,23 @@ public final class CookieJar {
         return out
     }
 
+    /// What the jar holds, expired cookies libcurl has not dropped yet included: the
+    /// bytes of each cookie's line as libcurl writes it (domain, flags, path, expiry,
+    /// name, value) plus `perCookie`, without parsing any (the principal's budget counts
+    /// it after every transfer, so it must cost little more than libcurl's own listing).
+    public func byteCount(perCookie: Int) -> Int {
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        guard xh_easy_getinfo_slist(control.raw, CURLINFO_COOKIELIST, &list) == CURLE_OK, let head = list else { return 0 }
+        defer { curl_slist_free_all(head) }
+        var n = 0
+        var node: UnsafeMutablePointer<curl_slist>? = head
+        while let c = node {
+            if let text = c.pointee.data { n += perCookie + strlen(text) }
+            node = c.pointee.next
+        }
+        return n
+    }
+
     /// Adds a cookie as if a server had set it (replacing one with the same domain, path
     /// and name). libcurl may refuse it without saying so — an expired one, one for a
     /// public suffix, a `__Secure-` name without `Secure` — as it would from a server.

@@ -32,14 +32,29 @@ final class Principal {
     /// The credentials this principal stored per protection space (`credentials.set`),
     /// used when a response challenges one of its requests (`HTTPRequest+Challenge.swift`);
     /// no other principal's requests ever look here. `CredentialPersistence` keeps it on disk.
-    var credentials = CredentialTable()
+    /// Its bytes count in `bufferedBytes`, whoever changes it (`credentials.set` checks
+    /// the room first; a store loaded at start is counted as it is).
+    var credentials = CredentialTable() {
+        didSet { stored(credentials.byteCount - oldValue.byteCount) }
+    }
 
     /// Connections acting for this principal now.
     var connections = 0
     /// Transfers started and not yet ended (`HTTPRequest` keeps it in step).
     var transfersInFlight = 0
-    /// Unread bytes across its objects (`UnreadBytes` keeps it in step).
+    /// Every byte the server holds for the principal's calls, against its
+    /// `bufferedBytes` limit: unread response and socket bytes (`UnreadBytes`), socket
+    /// bytes queued for the peer, and what its calls stored — request headers, post
+    /// values and bodies, credentials, cookies (`HeldBytes`, `credentials`,
+    /// `countCookies`). docs/operations/budgets.md lists every channel, and the constant by which
+    /// the total may pass the limit.
     private(set) var bufferedBytes = 0
+    /// The part of `bufferedBytes` the principal's calls stored (`HeldBytes`, its
+    /// credentials, its cookies), as opposed to bytes on their way (unread, unsent): a
+    /// stop's drain waits for the latter only.
+    private(set) var storedBytes = 0
+    /// The bytes of the cookie jar, as last counted (`countCookies`).
+    private var cookieBytes = 0
     /// Objects that stopped receiving because `bufferedBytes` reached the limit; resumed
     /// when reads bring it below.
     private var waitingForBudget: [ObjectIdentifier: any BudgetWaiter] = [:]
@@ -119,6 +134,38 @@ final class Principal {
         let waiting = waitingForBudget.values
         waitingForBudget = [:]
         for o in waiting { o.budgetFreed() }
+    }
+
+    /// Refuses with `limit_exceeded` (`data.limit` `bufferedBytes`) when `n` more bytes
+    /// would take the principal past its budget: the one check of every call that makes
+    /// the server keep bytes (`HeldBytes`, `socket.write`, `credentials.set`). `what`
+    /// names the call.
+    func checkRoom(_ n: Int, for what: String) throws(RPCError) {
+        let max = limits.bufferedBytes
+        guard n > 0, bufferedBytes + n > max else { return }
+        throw ServiceError.limitExceeded(
+            "bufferedBytes", max: max,
+            "\(what): principal '\(name)' holds \(bufferedBytes) bytes (unread, unsent, or kept for its calls); \(n) more would pass its bufferedBytes limit of \(max). Read, close or release some first")
+    }
+
+    /// Records stored bytes added (positive) or dropped (negative): they count in
+    /// `bufferedBytes` as bytes on their way do.
+    func stored(_ delta: Int) {
+        storedBytes += delta
+        buffered(delta)
+    }
+
+    /// Unread and unsent bytes: `bufferedBytes` without what the calls stored.
+    var bytesOnTheirWay: Int { bufferedBytes - storedBytes }
+
+    /// Counts the cookie jar again. libcurl does not say when a jar changes, so this
+    /// runs after every transfer that used it ended, and after a load or a clear
+    /// (`CookiePersistence`). The cookies came in responses and cannot be refused: they
+    /// count without a check, and a budget they fill refuses the next send.
+    func countCookies() {
+        let n = cookieJar.byteCount(perCookie: HeldBytes.perEntry)
+        stored(n - cookieBytes)
+        cookieBytes = n
     }
 
     /// `o` stopped receiving because the principal's buffers are full.

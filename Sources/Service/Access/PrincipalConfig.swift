@@ -10,9 +10,11 @@ public struct PrincipalLimits: Sendable, Equatable {
     /// refused, not queued: the client sees at once that it must wait, and the server
     /// holds no queue that a client could grow.
     public var transfers = 64
-    /// Unread bytes across all the principal's requests and sockets. At the limit every
-    /// transfer and socket of the principal stops receiving until the client reads, and
-    /// new sends are refused.
+    /// Bytes held for the principal's calls: unread bytes across all its requests and
+    /// sockets, socket bytes not yet sent, and what its calls stored (request headers,
+    /// post values and bodies, credentials, cookies; docs/operations/budgets.md). At the limit every transfer
+    /// and socket of the principal stops receiving until the client reads, new sends are
+    /// refused, and so is every call that would store more.
     public var bufferedBytes = 256 << 20
     /// Connections open at once.
     public var connections = 128

@@ -66,6 +66,7 @@ final class CookiePersistence {
                 logger.warning("cookie store \(path): \(skipped + refused) lines are not cookies libcurl accepts and were skipped")
             }
             logger.info("loaded \(cookies.count - refused) cookies of principal \(p.name) from \(path)")
+            p.countCookies()
         }
     }
 
@@ -81,6 +82,7 @@ final class CookiePersistence {
     /// Empties `p`'s jar; with `includingStore`, its store too, at once (a cleared
     /// store must stay cleared even if the process dies next).
     func clear(_ p: Principal, includingStore: Bool) throws(RPCError) {
+        defer { p.countCookies() }
         if includingStore {
             retained[p.name] = nil
             p.cookieJar.removeAll()

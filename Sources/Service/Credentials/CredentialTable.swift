@@ -61,6 +61,9 @@ struct CredentialMatch: Equatable {
 /// disk. Plain values, no I/O.
 struct CredentialTable {
     private(set) var entries: [ProtectionSpace: StoredCredential] = [:]
+    /// The bytes the entries hold (`StoredCredential.heldBytes`), kept in step by `set`
+    /// and `remove`: they count in the principal's `bufferedBytes`.
+    private(set) var byteCount = 0
 
     /// Most credentials a principal may keep: the table is small by nature (one per
     /// site it logs in to), and a bound keeps a client from growing the server's memory
@@ -71,14 +74,21 @@ struct CredentialTable {
     /// full and the space is new.
     mutating func set(_ c: StoredCredential) -> Bool {
         guard entries[c.space] != nil || entries.count < CredentialTable.maxEntries else { return false }
+        byteCount += growth(setting: c)
         entries[c.space] = c
         return true
+    }
+
+    /// How many bytes `set(c)` would add (negative when it replaces a longer entry).
+    func growth(setting c: StoredCredential) -> Int {
+        c.heldBytes - (entries[c.space]?.heldBytes ?? 0)
     }
 
     /// Removes the credential of `space` (only when its user is `user`, if given).
     mutating func remove(_ space: ProtectionSpace, user: String?) -> Bool {
         guard let c = entries[space], user == nil || c.user == user else { return false }
         entries[space] = nil
+        byteCount -= c.heldBytes
         return true
     }
 
@@ -128,6 +138,11 @@ struct CredentialTable {
 }
 
 extension StoredCredential {
+    /// What the entry holds: its strings and one entry's overhead (`HeldBytes.perEntry`).
+    var heldBytes: Int {
+        HeldBytes.entry(user, password) + space.scheme.utf8.count + space.host.utf8.count + (space.realm?.utf8.count ?? 0)
+    }
+
     /// The entry as `credentials.list` shows it: everything but the password.
     var listEntry: JSONValue {
         ["scheme": .string(space.scheme), "host": .string(space.host), "port": .int(Int64(space.port)),

@@ -20,7 +20,9 @@ extension Server {
             try HTTPSyntax.checkCredential(password, name: "password")
             try Self.checkLength(user, "user")
             try Self.checkLength(password, "password")
-            guard s.principal.credentials.set(StoredCredential(space: space, auth: auth, user: user, password: password)) else {
+            let credential = StoredCredential(space: space, auth: auth, user: user, password: password)
+            try s.principal.checkRoom(s.principal.credentials.growth(setting: credential), for: "credentials.set")
+            guard s.principal.credentials.set(credential) else {
                 throw ServiceError.limitExceeded("credentials", max: CredentialTable.maxEntries,
                                                  "Too many credentials: principal '\(s.principal.name)' keeps at most \(CredentialTable.maxEntries); remove some first")
             }

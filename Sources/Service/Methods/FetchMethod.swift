@@ -57,7 +57,7 @@ extension Server {
             let r = HTTPRequest(handle: handle, principal: s.principal, creator: nil, environment: self)
             r.failsWhenBufferFull = true
             r.retryPolicy = retry
-            r.open(method: method, url: url, async: true, user: user, password: password,
+            try r.open(method: method, url: url, async: true, user: user, password: password,
                    auth: auth, opener: nil)
             for m in try p.optionalObject("headers")?.members ?? [] {
                 guard let value = m.value.stringValue else { throw RPCError.invalidParams("header '\(m.key)' must have a string value") }

@@ -73,7 +73,7 @@ extension Server {
             let (user, password, auth) = try Self.credential(p)
             let s = try session(call)
             try s.principal.checkMayUse(auth)
-            r.open(method: method, url: url,
+            try r.open(method: method, url: url,
                    async: try p.bool("async", default: true), user: user, password: password, auth: auth,
                    opener: try p.bool("subscribe", default: true) ? s : nil)
             return true

@@ -87,7 +87,7 @@ extension Server {
         let handle = try newHandle(for: s, named: try p.optionalString("request"), kind: HTTPRequest.kind)
         let r = HTTPRequest(handle: handle, principal: s.principal, creator: s, environment: self)
         adopt(r, by: s)
-        r.open(method: method, url: url, async: true, user: nil, password: nil, auth: .basic, opener: s)
+        try r.open(method: method, url: url, async: true, user: nil, password: nil, auth: .basic, opener: s)
         // The caller hears the transfer's progress, as it hears its state changes.
         r.openerGetsProgress = true
         do throws(RPCError) {

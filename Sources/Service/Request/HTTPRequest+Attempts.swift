@@ -69,6 +69,7 @@ extension HTTPRequest {
         case .result(.object(let replacement)):
             do {
                 let replaced = try apply(replacement, to: request)
+                try heldSend.resize(to: HeldBytes.ofSend(replaced), for: "willSendRequest's replacement")
                 planned = replaced
                 launch(replaced)
             } catch {
@@ -186,7 +187,9 @@ extension HTTPRequest {
             retry()
         case .result(.object(let replacement)):
             do {
-                planned = try apply(replacement, to: request)
+                let replaced = try apply(replacement, to: request)
+                try heldSend.resize(to: HeldBytes.ofSend(replaced), for: "shouldContinueAfterFailWithError's replacement")
+                planned = replaced
                 retry()
             } catch {
                 finish(failure: "Replacement refused by the server: \(error.explanation)", reason: "refused")

@@ -18,6 +18,7 @@ extension HTTPRequest {
                     // A new exchange: no attempt yet (an abort just reported was the old one's).
                     attempt = 0
                     planned = nil
+                    heldSend.releaseAll()
                     dropDownload()
                 }
                 if s == .opened || s == .done { pausedByClient = false }
@@ -50,11 +51,12 @@ extension HTTPRequest {
                 statusText = ""
                 responseHeaders = []
                 pendingHead = nil
+                heldHead.releaseAll()
                 body.removeAll()
                 progress = TransferProgress(uploaded: 0, uploadTotal: 0, downloaded: 0, downloadTotal: 0)
                 progressCursors = [:]
             case .clearRequest:
-                headers = []
+                clearHeaders()
                 serializer.clear()
             case .startTransfer:
                 break  // started before the transition, so a refused start changes nothing
@@ -97,6 +99,21 @@ extension HTTPRequest {
     /// The Content-Length of a head, or -1 when it has none that can be read.
     static func expectedLength(_ headers: HeaderFields) -> Int64 {
         headers.firstValue(of: "Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? -1
+    }
+
+    /// A head's line counts in the budget as it arrives; while the budget is spent the
+    /// transfer pauses before keeping it, as it does for body bytes.
+    func transfer(_ t: Transfer, receivedHeadLine bytes: Int) -> Bool {
+        if t === discarding { return true }
+        if principal.budgetExhausted {
+            if failsWhenBufferFull {
+                return fail(t, "Principal '\(principal.name)' holds \(principal.limits.bufferedBytes) bytes, its limit; read or release some requests first")
+            }
+            principal.waitForBudget(self)
+            return false
+        }
+        heldHead.add(bytes)
+        return true
     }
 
     func transfer(_ t: Transfer, receivedBody bytes: UnsafeRawBufferPointer) -> Bool {
@@ -190,10 +207,14 @@ extension HTTPRequest {
                               failure: failure)
     }
 
-    /// A transfer stopped for good; if it used the jar, it may have stored cookies.
+    /// A transfer stopped for good; if it used the jar, it may have stored cookies, and
+    /// if a head said `Set-Cookie`, the jar is counted again (`Principal.countCookies`:
+    /// one listing of the jar, so only after a transfer that can have grown it).
     private func transferEnded(_ t: Transfer) {
         sentBytes = Int(max(0, progress.uploaded))
         principal.usage.httpBytesSent += UInt64(max(0, progress.uploaded))
-        if t.request.cookieJar != nil { env.cookiesMayHaveChanged(for: principal) }
+        guard t.request.cookieJar != nil else { return }
+        if t.sawSetCookie { principal.countCookies() }
+        env.cookiesMayHaveChanged(for: principal)
     }
 }

@@ -35,10 +35,23 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     var user: String?
     var password: String?
     var auth: AuthScheme = .basic
-    var headers: [(name: String, value: String)] = []
+    /// The headers to send, in the order first set; `headerIndex` finds one by its
+    /// lower-case name, so setting many costs linear time.
+    private(set) var headers: [(name: String, value: String)] = []
+    private var headerIndex: [String: Int] = [:]
     /// The body serializer (`setPostValue`, `setJSONBody`, `addMultipartPart`, and
     /// fetch's `form`, `json`, `multipart`): built into the body at `send`.
-    var serializer = RequestBody()
+    var serializer: RequestBody
+    // What the client's calls made this request keep, in the principal's budget
+    // (`HeldBytes`): the headers (until `open`), `open`'s user name and password (until
+    // the next `open`), and the copy a send keeps of its request, body included (until
+    // the next `open`). The serializer counts its own.
+    let heldHeaders: HeldBytes
+    let heldCredentials: HeldBytes
+    let heldSend: HeldBytes
+    /// The response heads of the current send (every hop's lines), until the response
+    /// is cleared (`open`) or the request released.
+    let heldHead: HeldBytes
     var followRedirects = true
     /// This request's own redirect limit (fetch's `maxRedirects`); nil: the server's.
     var maxRedirects: Int?
@@ -145,6 +158,11 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         self.creator = creator
         self.env = environment
         body = UnreadBytes(principal: principal)
+        serializer = RequestBody(held: HeldBytes(principal: principal))
+        heldHeaders = HeldBytes(principal: principal)
+        heldCredentials = HeldBytes(principal: principal)
+        heldSend = HeldBytes(principal: principal)
+        heldHead = HeldBytes(principal: principal)
         lastUsed = environment.clock.now()
     }
 
@@ -166,8 +184,11 @@ final class HTTPRequest: SessionObject, TransferDelegate {
 
     // MARK: Calls
 
+    /// Refused (`limit_exceeded`, nothing changed) when the user name and password would
+    /// take the principal past its budget.
     func open(method: String, url: String, async: Bool, user: String?, password: String?, auth: AuthScheme,
-              opener: ClientSession?) {
+              opener: ClientSession?) throws(RPCError) {
+        try heldCredentials.resize(to: (user?.utf8.count ?? 0) + (password?.utf8.count ?? 0), for: "open")
         self.method = method
         self.url = url
         self.isAsync = async
@@ -179,16 +200,28 @@ final class HTTPRequest: SessionObject, TransferDelegate {
     }
 
     /// Adds a header to send. The one way in for headers, whoever supplies them: the
-    /// syntax and the reserved names are checked here (`HTTPSyntax.checkHeader`).
+    /// syntax and the reserved names are checked here (`HTTPSyntax.checkHeader`), and
+    /// the bytes are counted in the principal's budget (refused past it, `HeldBytes`).
     func setRequestHeader(_ name: String, _ value: String) throws(RPCError) {
         try HTTPSyntax.checkHeader(name, value)
         guard machine.acceptsHeaders else { throw misuse("setRequestHeader", allowed: "OPENED") }
         // As XMLHttpRequest does, a header set twice is sent once with both values.
-        if let i = headers.firstIndex(where: { $0.name.lowercased() == name.lowercased() }) {
+        let key = name.lowercased()
+        if let i = headerIndex[key] {
+            try heldHeaders.hold(2 + value.utf8.count, for: "setRequestHeader")
             headers[i].value += ", " + value
         } else {
+            try heldHeaders.hold(HeldBytes.entry(name, value), for: "setRequestHeader")
+            headerIndex[key] = headers.count
             headers.append((name, value))
         }
+    }
+
+    /// Forgets the headers (`open`), and gives their bytes back.
+    func clearHeaders() {
+        headers = []
+        headerIndex = [:]
+        heldHeaders.releaseAll()
     }
 
     func setPostValue(_ key: String, _ value: String) throws(RPCError) {
@@ -276,6 +309,9 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         default:
             request.body = body
         }
+        // The copy this send keeps, counted before anything starts: refused past the
+        // budget, the send changes nothing.
+        try heldSend.resize(to: HeldBytes.ofSend(request), for: "send")
         planned = request
         attempt = 1
         let asks = interceptor(for: .willSendRequest) != nil
@@ -355,6 +391,12 @@ final class HTTPRequest: SessionObject, TransferDelegate {
         transfer = nil
         lastTransfer = nil
         body.removeAll()
+        clearHeaders()
+        serializer.clear()
+        heldCredentials.releaseAll()
+        planned = nil
+        heldSend.releaseAll()
+        heldHead.releaseAll()
         if let call = syncCall {
             syncCall = nil
             replySummary(to: call)

@@ -13,10 +13,15 @@ import JSONRPC
 /// a send that brings its own body (`send {body}`, `sendData`, `sendWithFile`) while
 /// a serializer holds something is refused the same way, rather than one of the two
 /// being dropped in silence.
+///
+/// What it holds counts in the principal's budget (`held`): a call that would pass it
+/// is refused with `limit_exceeded` and adds nothing; `clear` gives the bytes back. A
+/// JSON value is kept encoded, so what is counted is what is held.
 struct RequestBody {
     enum Content {
         case form([(key: String, value: String)])
-        case json(JSONValue)
+        /// The value's encoding (`setJSON`), sent as it is.
+        case json([UInt8])
         case multipart([MultipartPart])
 
         /// How clients set it, for messages.
@@ -30,13 +35,24 @@ struct RequestBody {
     }
 
     private(set) var content: Content?
+    /// The bytes `content` holds, in the principal's budget.
+    let held: HeldBytes
+
+    init(held: HeldBytes) { self.held = held }
 
     var isEmpty: Bool { content == nil }
 
+    // Each addition takes the array out of `content` before appending, so that it is
+    // not shared and the append does not copy it: adding n fields costs linear time.
+
     mutating func addFormValue(_ key: String, _ value: String) throws(RPCError) {
         switch content {
-        case nil: content = .form([(key, value)])
+        case nil:
+            try held.hold(HeldBytes.entry(key, value), for: "setPostValue")
+            content = .form([(key, value)])
         case .form(var pairs):
+            try held.hold(HeldBytes.entry(key, value), for: "setPostValue")
+            content = nil
             pairs.append((key, value))
             content = .form(pairs)
         case let other?: throw Self.mixed("form fields", other)
@@ -46,22 +62,32 @@ struct RequestBody {
     /// Sets (or replaces) the JSON value.
     mutating func setJSON(_ value: JSONValue) throws(RPCError) {
         switch content {
-        case nil, .json: content = .json(value)
+        case nil, .json:
+            let bytes = JSON.encode(value)
+            try held.resize(to: bytes.count, for: "setJSONBody")
+            content = .json(bytes)
         case let other?: throw Self.mixed("a JSON body", other)
         }
     }
 
     mutating func addPart(_ part: MultipartPart) throws(RPCError) {
         switch content {
-        case nil: content = .multipart([part])
+        case nil:
+            try held.hold(part.heldBytes, for: "addMultipartPart")
+            content = .multipart([part])
         case .multipart(var parts):
+            try held.hold(part.heldBytes, for: "addMultipartPart")
+            content = nil
             parts.append(part)
             content = .multipart(parts)
         case let other?: throw Self.mixed("multipart parts", other)
         }
     }
 
-    mutating func clear() { content = nil }
+    mutating func clear() {
+        content = nil
+        held.releaseAll()
+    }
 
     /// Refuses a body given beside the serializer's, naming both.
     func checkNoOtherBody(_ what: String) throws(RPCError) {
@@ -78,8 +104,8 @@ struct RequestBody {
             return nil
         case .form(let pairs):
             return (.bytes(Array(FormEncoding.encode(pairs).utf8)), "application/x-www-form-urlencoded")
-        case .json(let value):
-            return (.bytes(JSON.encode(value)), "application/json")
+        case .json(let bytes):
+            return (.bytes(bytes), "application/json")
         case .multipart(let parts):
             let body = try MultipartEncoding.encode(parts)
             return (body.body, "multipart/form-data; boundary=\(body.boundary)")

@@ -40,9 +40,10 @@ extension Server {
 
     /// Nothing is left for the drain to wait for: every client has gone, or no transfer
     /// is in flight and every request's body has been read (the principals' counts of
-    /// transfers and unread bytes cover `fetch` calls too).
+    /// transfers and unread bytes cover `fetch` calls too). What calls stored (headers,
+    /// credentials, cookies) is no reason to wait.
     private var drainIsComplete: Bool {
-        connections.isEmpty || principals.values.allSatisfy { $0.transfersInFlight == 0 && $0.bufferedBytes == 0 }
+        connections.isEmpty || principals.values.allSatisfy { $0.transfersInFlight == 0 && $0.bytesOnTheirWay == 0 }
     }
 
     func perform(_ actions: [ShutdownMachine.Action]) {

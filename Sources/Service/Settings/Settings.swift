@@ -146,7 +146,7 @@ public enum Settings {
 
     /// The limits of `--limit`, each with what it counts.
     static var limitList: String {
-        let what = ["requests": "held", "transfers": "in flight; more sends are refused", "bufferedBytes": "unread across its requests and sockets",
+        let what = ["requests": "held", "transfers": "in flight; more sends are refused", "bufferedBytes": "bytes held for its calls: unread, unsent, and request headers, bodies, credentials and cookies stored",
                     "connections": "open at once", "sockets": "raw sockets held"]
         return PrincipalLimits.keys.map { "\($0) (\(what[$0] ?? ""))" }.joined(separator: ", ")
     }

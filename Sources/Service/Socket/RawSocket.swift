@@ -173,11 +173,7 @@ final class RawSocket: SessionObject, BudgetWaiter {
         guard bytes.count <= budget else {
             throw ServiceError.writeNeverFits("bufferedBytes", max: budget, bytes.count, "principal '\(principal.name)''s bufferedBytes limit")
         }
-        guard principal.bufferedBytes + bytes.count <= budget else {
-            throw ServiceError.limitExceeded(
-                "bufferedBytes", max: budget,
-                "Principal '\(principal.name)' holds \(principal.bufferedBytes) bytes not yet read or sent; \(bytes.count) more would pass its bufferedBytes limit of \(budget). Wait and write again.")
-        }
+        try principal.checkRoom(bytes.count, for: "socket.write")
         stream.write(bytes)
         countOutbound()
         bytesOut += bytes.count

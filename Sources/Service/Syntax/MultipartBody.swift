@@ -22,6 +22,18 @@ struct MultipartPart {
     var contentType: String?
     var content: Content
 
+    /// What the part holds in memory, for the principal's budget (`RequestBody.held`):
+    /// its strings and bytes (a file part, its path only: the file is read at `send`)
+    /// and one entry's overhead.
+    var heldBytes: Int {
+        let strings = name.utf8.count + (filename?.utf8.count ?? 0) + (contentType?.utf8.count ?? 0)
+        switch content {
+        case .text(let text): return HeldBytes.perEntry + strings + text.utf8.count
+        case .bytes(let bytes): return HeldBytes.perEntry + strings + bytes.count
+        case .file(let path, let root): return HeldBytes.perEntry + strings + path.utf8.count + root.directory.utf8.count
+        }
+    }
+
     /// Reads a part from its JSON form. `uploadRoot` is the principal's (nil: file parts
     /// by `path` are refused).
     static func parse(_ value: JSONValue, uploadRoot: FileRoot?) throws(RPCError) -> MultipartPart {
