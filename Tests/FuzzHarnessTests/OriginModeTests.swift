@@ -55,6 +55,7 @@ import Testing
         origin.close()
         loop.run()
         #expect(loop.handleNames().isEmpty)
+        try loop.close()
         #expect(policy.checkDestination(host: "127.0.0.1", port: port) == .allowed)
         let admitted = try #require(IPAddress.parseLiteral("127.0.0.1"))
         #expect(policy.checkAddress(admitted, port: port) == .allowed)
