@@ -31,8 +31,9 @@ public enum Settings {
 
     public static let tlsCert = Setting<String>(
         flag: "tls-cert", key: "tlsCert", valueName: "file", note: "none: a tls: or wss: listener is refused at start",
-        "The certificate chain (PEM, leaf first) that tls: and wss: listeners present to clients. Loaded at start: a missing or "
-            + "unreadable file, a file that is not PEM, or a key that does not belong to the certificate stops the server with a message naming the file")
+        "The certificate chain (PEM, leaf first) that tls: and wss: listeners present to clients. Loaded at start when a tls: or "
+            + "wss: listener is configured: a missing or unreadable file, a file that is not PEM, or a key that does not "
+            + "belong to the certificate then stops the server with a message naming the file")
 
     public static let tlsKey = Setting<String>(
         flag: "tls-key", key: "tlsKey", valueName: "file", note: "none (given together with --tls-cert)",
@@ -215,8 +216,9 @@ public enum Settings {
         "The HTTP operations listener, tcp:HOST:PORT: GET /healthz (200 while the process lives), /readyz (200 when "
             + "listening and not draining, else 503), /metrics (Prometheus text), the live dashboard page at / and its "
             + "WebSocket JSON-RPC on /rpc (the page's own origin accepted there without --ws-origin). On loopback it is "
-            + "open to local processes; another address needs principals with tokens in the config file, and /metrics "
-            + "then asks for an admin's token as Authorization: Bearer")
+            + "open to local processes; another address needs principals with tokens in the config file. Once principals "
+            + "have tokens, /metrics asks for an admin's token as Authorization: Bearer wherever it listens, loopback "
+            + "included")
 
     public static let httpMaxConnections = Setting<Int>(
         flag: "http-max-connections", key: "httpMaxConnections", valueName: "n", default: 64, bounds: .positive,
