@@ -218,6 +218,15 @@ class ConfigFile(unittest.TestCase):
             self.assertNotEqual(code, 0)
             self.assertIn("the config key 'maxMessageBytes' must be a positive number; found 0", err)
 
+    def test_a_huge_max_buffer_bytes_is_refused_not_crashed_on(self):
+        # 2^62 passed the bounds and then overflowed the out-queue's size (3 times it):
+        # the process died with SIGILL at start.
+        for argv in (["--max-buffer-bytes", str(1 << 62)], ["--max-buffer-bytes", str((1 << 40) + 1)]):
+            with self.subTest(argv=argv), tempfile.TemporaryDirectory(prefix="xhrpc-py-", dir="/tmp") as d:
+                code, err = run_briefly(argv + ["--listen", "unix:" + os.path.join(d, "s.sock")])
+                self.assertGreater(code, 0, "refused with an exit status, not killed by a signal")
+                self.assertIn("--max-buffer-bytes must be a positive number, at most 1099511627776 (1 TiB)", err)
+
     def test_a_socket_in_a_missing_folder_says_the_folder_is_missing(self):
         # libuv reports the bind's ENOENT as EACCES: "permission denied", even as root.
         with tempfile.TemporaryDirectory(prefix="xhrpc-py-", dir="/tmp") as d:

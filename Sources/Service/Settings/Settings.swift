@@ -71,7 +71,9 @@ public enum Settings {
         "Most client connections at once (those still in their TLS handshake count); more are refused with an error")
 
     public static let maxBufferBytes = Setting<Int>(
-        flag: "max-buffer-bytes", key: "maxBufferBytes", valueName: "n", default: 8 << 20, bounds: .positive,
+        flag: "max-buffer-bytes", key: "maxBufferBytes", valueName: "n", default: 8 << 20,
+        // At most 1 TiB: the out-queue is sized from it (three times, for a base64 reply).
+        bounds: SettingBounds(allowsZero: false, max: Double(1 << 40), maxText: "1099511627776 (1 TiB)"),
         "Unread response bytes held per request before its transfer pauses until the client reads; per "
             + "raw socket it bounds both the unread received bytes and the bytes queued to send")
 
