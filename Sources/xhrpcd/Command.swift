@@ -203,7 +203,9 @@ struct XHRPCD: ParsableCommand {
             settings.engine.caFile = caFile
         }
         if let version = try file.value(Settings.tlsMin, tlsMin) {
-            guard let v = TLSVersion(rawValue: version) else { throw ValidationError("--tls-min must be 1.2 or 1.3") }
+            guard let v = TLSVersion(rawValue: version) else {
+                throw ValidationError("\(file.source(Settings.tlsMin, tlsMin)) must be 1.2 or 1.3; found '\(version)'")
+            }
             settings.engine.tlsMin = v
         }
         if let proxy = try file.value(Settings.egressProxy, egressProxy) {
@@ -236,7 +238,7 @@ struct XHRPCD: ParsableCommand {
         }
         if let mode = try file.value(Settings.socketMode, socketMode) {
             guard let bits = UInt16(mode, radix: 8), bits <= 0o777 else {
-                throw ValidationError("--socket-mode must be octal permission bits such as 0600")
+                throw ValidationError("\(file.source(Settings.socketMode, socketMode)) must be octal permission bits such as 0600; found '\(mode)'")
             }
             settings.unixSocketMode = bits
         }
@@ -245,11 +247,11 @@ struct XHRPCD: ParsableCommand {
         settings.drainSeconds = try file.value(Settings.drainSeconds, drainSeconds) ?? settings.drainSeconds
         let level = try file.value(Settings.logLevel, logLevel) ?? Settings.logLevel.fallback
         guard let parsedLevel = Logger.Level(rawValue: level) else {
-            throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError("\(file.source(Settings.logLevel, logLevel)) must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")); found '\(level)'")
         }
         let format = try file.value(Settings.logFormat, logFormat) ?? Settings.logFormat.fallback
         guard let logFormat = StderrLogHandler.Format(rawValue: format) else {
-            throw ValidationError("--log-format must be text or json")
+            throw ValidationError("\(file.source(Settings.logFormat, logFormat)) must be text or json; found '\(format)'")
         }
         return (settings, parsedLevel, logFormat)
     }
@@ -359,6 +361,13 @@ struct ConfigFile {
         } catch {
             throw ValidationError(error.description)
         }
+    }
+
+    /// Where a setting's value came from, to name it in a refusal: its flag when the
+    /// command line gave one, else its config key.
+    func source<V>(_ setting: Setting<V>, _ flag: V?) -> String {
+        if flag != nil || setting.key == nil { return "--\(setting.flag ?? "")" }
+        return "the config key '\(setting.key ?? "")'"
     }
 
     /// A repeatable flag's values, else the file's list of the same key (the flags

@@ -177,6 +177,25 @@ class ConfigFile(unittest.TestCase):
                 self.assertIn(message, err)
                 self.assertNotIn("listening on", err)
 
+    def test_a_value_the_key_does_not_take_names_the_key_and_the_value(self):
+        # The type is right but the value is not one the key takes: the message names
+        # the config key and what was found (it named the flag, which the file never
+        # mentioned), and names the flag when the flag gave it.
+        cases = [({"logLevel": "verbose"}, [], "the config key 'logLevel' must be one of", "found 'verbose'"),
+                 ({"logFormat": "xml"}, [], "the config key 'logFormat' must be text or json", "found 'xml'"),
+                 ({"socketMode": "999"}, [], "the config key 'socketMode' must be octal", "found '999'"),
+                 ({"tlsMin": "1.1"}, [], "the config key 'tlsMin' must be 1.2 or 1.3", "found '1.1'"),
+                 ({}, ["--tls-min", "1.0"], "--tls-min must be 1.2 or 1.3", "found '1.0'")]
+        for config, argv, message, found in cases:
+            with self.subTest(config=config, argv=argv), tempfile.TemporaryDirectory(prefix="xhrpc-py-", dir="/tmp") as d:
+                path = os.path.join(d, "config.json")
+                with open(path, "w") as f:
+                    json.dump(config, f)
+                code, err = run_briefly(["--config", path, "--listen", "unix:" + os.path.join(d, "s.sock")] + argv)
+                self.assertNotEqual(code, 0)
+                self.assertIn(message, err)
+                self.assertIn(found, err)
+
     def test_an_integer_may_be_written_with_a_fraction_of_zero(self):
         d = tempfile.mkdtemp(prefix="xhrpc-py-", dir="/tmp")
         cfg = os.path.join(d, "config.json")
@@ -198,6 +217,24 @@ class ConfigFile(unittest.TestCase):
             code, err = run_briefly(["--config", f.name, "--listen", "unix:" + f.name + ".sock"])
             self.assertNotEqual(code, 0)
             self.assertIn("the config key 'maxMessageBytes' must be a positive number; found 0", err)
+
+    def test_a_huge_max_buffer_bytes_is_refused_not_crashed_on(self):
+        # 2^62 passed the bounds and then overflowed the out-queue's size (3 times it):
+        # the process died with SIGILL at start.
+        for argv in (["--max-buffer-bytes", str(1 << 62)], ["--max-buffer-bytes", str((1 << 40) + 1)]):
+            with self.subTest(argv=argv), tempfile.TemporaryDirectory(prefix="xhrpc-py-", dir="/tmp") as d:
+                code, err = run_briefly(argv + ["--listen", "unix:" + os.path.join(d, "s.sock")])
+                self.assertGreater(code, 0, "refused with an exit status, not killed by a signal")
+                self.assertIn("--max-buffer-bytes must be a positive number, at most 1099511627776 (1 TiB)", err)
+
+    def test_a_socket_in_a_missing_folder_says_the_folder_is_missing(self):
+        # libuv reports the bind's ENOENT as EACCES: "permission denied", even as root.
+        with tempfile.TemporaryDirectory(prefix="xhrpc-py-", dir="/tmp") as d:
+            missing = os.path.join(d, "no-such-folder")
+            code, err = run_briefly(["--listen", "unix:" + os.path.join(missing, "s.sock")])
+            self.assertNotEqual(code, 0)
+            self.assertIn("the folder %s does not exist" % missing, err)
+            self.assertNotIn("EACCES", err)
 
     def test_listen_must_be_strings(self):
         # A port number where an address string belongs used to be skipped, and the

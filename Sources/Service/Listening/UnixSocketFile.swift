@@ -14,6 +14,13 @@ enum UnixSocketFile {
             chmod(path, mode_t(mode))
             return listener
         } catch let e as UVError {
+            // libuv's bind turns ENOENT into EACCES (as Windows reports it), which sends
+            // an operator to look at permissions when the folder is simply missing.
+            let folder = (path as NSString).deletingLastPathComponent
+            var st = stat()
+            if e.name == "EACCES", !folder.isEmpty, stat(folder, &st) != 0, errno == ENOENT {
+                throw StartupError.cannotListen(path: path, reason: "the folder \(folder) does not exist (create it, or listen elsewhere)")
+            }
             throw StartupError.cannotListen(path: path, reason: "\(e.message) (\(e.name))")
         }
     }

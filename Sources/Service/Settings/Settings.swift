@@ -31,8 +31,9 @@ public enum Settings {
 
     public static let tlsCert = Setting<String>(
         flag: "tls-cert", key: "tlsCert", valueName: "file", note: "none: a tls: or wss: listener is refused at start",
-        "The certificate chain (PEM, leaf first) that tls: and wss: listeners present to clients. Loaded at start: a missing or "
-            + "unreadable file, a file that is not PEM, or a key that does not belong to the certificate stops the server with a message naming the file")
+        "The certificate chain (PEM, leaf first) that tls: and wss: listeners present to clients. Loaded at start when a tls: or "
+            + "wss: listener is configured: a missing or unreadable file, a file that is not PEM, or a key that does not "
+            + "belong to the certificate then stops the server with a message naming the file")
 
     public static let tlsKey = Setting<String>(
         flag: "tls-key", key: "tlsKey", valueName: "file", note: "none (given together with --tls-cert)",
@@ -70,7 +71,9 @@ public enum Settings {
         "Most client connections at once (those still in their TLS handshake count); more are refused with an error")
 
     public static let maxBufferBytes = Setting<Int>(
-        flag: "max-buffer-bytes", key: "maxBufferBytes", valueName: "n", default: 8 << 20, bounds: .positive,
+        flag: "max-buffer-bytes", key: "maxBufferBytes", valueName: "n", default: 8 << 20,
+        // At most 1 TiB: the out-queue is sized from it (three times, for a base64 reply).
+        bounds: SettingBounds(allowsZero: false, max: Double(1 << 40), maxText: "1099511627776 (1 TiB)"),
         "Unread response bytes held per request before its transfer pauses until the client reads; per "
             + "raw socket it bounds both the unread received bytes and the bytes queued to send")
 
@@ -215,8 +218,9 @@ public enum Settings {
         "The HTTP operations listener, tcp:HOST:PORT: GET /healthz (200 while the process lives), /readyz (200 when "
             + "listening and not draining, else 503), /metrics (Prometheus text), the live dashboard page at / and its "
             + "WebSocket JSON-RPC on /rpc (the page's own origin accepted there without --ws-origin). On loopback it is "
-            + "open to local processes; another address needs principals with tokens in the config file, and /metrics "
-            + "then asks for an admin's token as Authorization: Bearer")
+            + "open to local processes; another address needs principals with tokens in the config file. Once principals "
+            + "have tokens, /metrics asks for an admin's token as Authorization: Bearer wherever it listens, loopback "
+            + "included")
 
     public static let httpMaxConnections = Setting<Int>(
         flag: "http-max-connections", key: "httpMaxConnections", valueName: "n", default: 64, bounds: .positive,
