@@ -72,6 +72,8 @@ public final class WebSocketStream: ByteStream {
     /// reading; at the end the linger after a close frame.
     private let timer: EventLoop.Timer
     private var context: wslay_event_context_ptr?
+    /// Whether input waits for the output to drain (`holdInputForOutput`).
+    private var inputHeldForOutput = false
     /// wslay keeps a copy, but it stays allocated for the context's life all the same.
     private let callbacks: UnsafeMutablePointer<wslay_event_callbacks>
 
@@ -130,7 +132,10 @@ public final class WebSocketStream: ByteStream {
             timer.close()
             throw error
         }
-        transport.onDrain = { [self] in checkDrained() }
+        transport.onDrain = { [self] in
+            checkDrained()
+            releaseHeldInput()
+        }
         transport.onWriteError = { [self] error in writeFailed(error) }
         timer.start(timeout: settings.handshakeTimeout) { [self] in handshakeTimedOut() }
         if !alreadyRead.isEmpty {
@@ -229,7 +234,7 @@ public final class WebSocketStream: ByteStream {
         self.onRead = onRead
         ownerReading = true
         guard case .open = phase, !inputFinished else { return }
-        if inputEnd == nil {
+        if inputEnd == nil, !inputHeldForOutput {
             try transport.startReading { [self] event in transportRead(event) }
         }
         timer.start(timeout: 0) { [self] in pump() }
@@ -311,6 +316,35 @@ public final class WebSocketStream: ByteStream {
         checkDrained()
     }
 
+    /// No more input is fed to wslay while this much waits to be sent. wslay answers each
+    /// ping it reads with a pong of the same payload, so a peer that pings and never
+    /// reads would otherwise grow the queue without bound, below the owner's back-pressure
+    /// (which sees messages, not control frames). 1 MiB: well above one reply line's
+    /// worth, which the owner's own limits bound.
+    static let heldOutputLimit = 1 << 20
+
+    /// Stops reading the transport until what waits to be sent has drained
+    /// (`releaseHeldInput`, from the transport's `onDrain`).
+    private func holdInputForOutput() {
+        inputHeldForOutput = true
+        transport.stopReading()
+    }
+
+    /// Reads again, once the output that held the input back has gone.
+    private func releaseHeldInput() {
+        guard inputHeldForOutput, !isClosed, pendingWriteBytes < Self.heldOutputLimit else { return }
+        inputHeldForOutput = false
+        guard case .open = phase, ownerReading, !inputFinished else { return }
+        if inputEnd == nil {
+            do {
+                try transport.startReading { [self] event in transportRead(event) }
+            } catch {
+                return finishInput(.error(error as? UVError ?? UVError(UV_EIO.rawValue, "WebSocket: \(error)")))
+            }
+        }
+        pump()
+    }
+
     /// Feeds wslay what was read and hands complete messages to the owner while it reads;
     /// then, with nothing left, the end of input if it came.
     private func pump() {
@@ -322,6 +356,10 @@ public final class WebSocketStream: ByteStream {
                 continue
             }
             if inbound.count > inboundOffset, wslay_event_get_read_enabled(context) != 0 {
+                if pendingWriteBytes >= Self.heldOutputLimit {
+                    holdInputForOutput()
+                    return
+                }
                 insideWslay = true
                 let rc = wslay_event_recv(context)
                 insideWslay = false

@@ -15,6 +15,7 @@ import time
 import unittest
 
 from support import ServerTestCase, free_tcp_ports
+from test_request_object import proc_kib
 from test_principals import ALICE, BOB
 
 import certs  # Tests/Fixtures, on sys.path once support is imported  # noqa: E402
@@ -196,6 +197,52 @@ class WebSocketTestCase(ServerTestCase):
     def test_ping_is_answered_with_pong(self):
         c = self.ws()
         self.assertTrue(c.ping(b"are you there").wait(WAIT))
+
+    def test_a_client_that_pings_and_never_reads_is_held_back(self):
+        # Every ping is answered with a pong; a client that sends pings and never reads
+        # made the server queue pongs without bound (hundreds of MB in seconds), below
+        # the connection's back-pressure, which sees messages only. Now the server stops
+        # reading it while about 1 MiB waits to be sent: the client's sends block.
+        import base64
+        import os
+        import struct
+        s = socket.create_connection(("127.0.0.1", self.ws_port), timeout=WAIT)
+        self.addCleanup(s.close)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall(("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        self.assertIn(b" 101 ", head.split(b"\r\n")[0])
+
+        def frame(opcode, payload):
+            mask = os.urandom(4)
+            return (bytes([0x80 | opcode, 0x80 | len(payload)]) + mask
+                    + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+        auth = json.dumps(msg("auth", {"token": ALICE["token"]}, 1)).encode()
+        assert len(auth) < 126
+        s.sendall(frame(1, auth))
+        before = proc_kib(self.server.proc.pid, "VmRSS")
+        ping = frame(9, b"p" * 125)
+        burst = ping * 1000  # 131 KB of pings, 125 KB of pongs
+        s.settimeout(2)
+        sent = 0
+        blocked = False
+        for _ in range(512):  # at most 64 MiB of pings
+            try:
+                s.sendall(burst)
+            except socket.timeout:
+                blocked = True
+                break
+            sent += len(burst)
+        grown = proc_kib(self.server.proc.pid, "VmRSS") - before
+        self.assertTrue(blocked, "the server read %d bytes of pings from a client that never reads" % sent)
+        self.assertLess(grown, 32 * 1024, "RSS grew %d KiB" % grown)
+        # The server still serves others.
+        c = self.ws(ALICE["token"])
+        self.assertEqual(self.call(c, "server.info")["result"]["name"], "xhrpcd")
 
     def test_a_client_that_goes_mid_stream_leaves_the_server_serving(self):
         # Half a frame, then the socket closes without a close frame.
