@@ -18,9 +18,10 @@ import CZstd
 /// The codings: `gzip` (and `x-gzip`), `deflate` — the zlib format RFC 9110 names, or a
 /// raw deflate stream, which servers send and browsers accept (told apart by the first
 /// two bytes) — `br` and `zstd`; `identity` is none. Several are undone in reverse
-/// order of listing, as libcurl does, at most `maxStages`. After the end of a gzip,
-/// deflate or br stream, further bytes are ignored, as libcurl ignores them; zstd
-/// decodes frame after frame.
+/// order of listing, as libcurl does, at most `maxStages`. A gzip body may hold several
+/// members (RFC 1952), decoded one after another; after the end of the last gzip member,
+/// or of a deflate or br stream, further bytes are ignored, as libcurl ignores them
+/// (and gzip(1) ignores trailing garbage); zstd decodes frame after frame.
 ///
 /// Back-pressure: decoded bytes go to a sink (the delegate) one output buffer at a
 /// time, and the sink may refuse one. Then each stage keeps the output its next stage
@@ -230,6 +231,9 @@ extension ContentDecoder {
         private(set) var complete = false
         /// The stream ended (gzip, deflate, br): further input is ignored.
         private(set) var ended = false
+        /// A gzip member ended with the input: the next bytes tell whether another
+        /// member follows (`startsAnotherMember`) or the stream has ended.
+        private var betweenMembers = false
 
         private enum State {
             /// deflate before its first two bytes told the zlib format from raw deflate;
@@ -297,6 +301,18 @@ extension ContentDecoder {
             case .deflateUndecided(let first):
                 return decideDeflate(first, input)
             case .zlib(let z):
+                if betweenMembers {
+                    // A gzip member ended with the last input: these bytes say whether
+                    // another follows.
+                    guard !input.isEmpty else { return (0, 0, .more) }
+                    betweenMembers = false
+                    guard startsAnotherMember(input[...]) else {
+                        ended = true
+                        return (input.count, 0, .end)
+                    }
+                    inflateReset(z)
+                    complete = false
+                }
                 result = Self.inflateStep(z, input, output)
             case .brotli(let b):
                 result = Self.brotliStep(b, input, output)
@@ -308,10 +324,34 @@ extension ContentDecoder {
             }
             if result.status == .end {
                 complete = true
+                if coding == .gzip, case .zlib(let z) = state {
+                    // RFC 1952 §2.2: a gzip file is a series of members. The next
+                    // one starts afresh; the body is whole again only at its end.
+                    let rest = input[result.used...]
+                    if rest.isEmpty {
+                        betweenMembers = true
+                        outputFull = result.produced == output.count
+                        return (result.used, result.produced, .more)
+                    }
+                    if startsAnotherMember(rest) {
+                        inflateReset(z)
+                        complete = false
+                        outputFull = result.produced == output.count
+                        return (result.used, result.produced, .more)
+                    }
+                }
                 ended = true
             }
             outputFull = !ended && result.produced == output.count
             return result
+        }
+
+        /// Whether the bytes after a gzip member begin another (its magic, 1f 8b, or the
+        /// first of it when that is all that came); anything else after the last member
+        /// is ignored, as gzip(1) ignores trailing garbage.
+        private func startsAnotherMember(_ rest: Slice<UnsafeRawBufferPointer>) -> Bool {
+            guard let first = rest.first, first == 0x1F else { return false }
+            return rest.count < 2 || rest[rest.startIndex + 1] == 0x8B
         }
 
         /// deflate's first bytes: a zlib header (RFC 1950 §2.2: compression method 8, a

@@ -84,6 +84,29 @@ import Testing
         }
     }
 
+    /// Two gzip members (`gzip("hello ") + gzip("world")`, RFC 1952 §2.2: a gzip file
+    /// is a series of members): both decode, however the body is split; cut inside the
+    /// second it is unfinished. Only the first member came through before (the attack
+    /// tester's F3).
+    @Test func gzipMembersDecodeOneAfterAnother() throws {
+        let raw = [UInt8](Data(base64Encoded: "H4sIAAAAAAACA8tIzcnJVwAA9vmB7QYAAAAfiwgAAAAAAAIDK88vykkBAEMRdzoFAAAA")!)
+        let whole = Array("hello world".utf8)
+        for cut in 0...raw.count {
+            let r = try Self.run("gzip", raw, cuts: [cut])
+            #expect(r.out == whole && r.unfinished == nil, "cut at \(cut)")
+        }
+        let bytes = try Self.run("gzip", raw, cuts: Array(1..<raw.count))
+        #expect(bytes.out == whole && bytes.unfinished == nil)
+        for length in 27..<raw.count {  // the first member is bytes 0..<26
+            let r = try Self.run("gzip", Array(raw[..<length]), cuts: [])
+            let failed = if case .failed = r.outcome { true } else { false }
+            #expect(failed || r.unfinished != nil, "\(length) of \(raw.count) bytes looked whole")
+        }
+        // Bytes after the last member that start no other are ignored, as gzip(1) does.
+        let trailing = try Self.run("gzip", Array(raw[..<26]) + Array("garbage".utf8), cuts: [26])
+        #expect(trailing.out == Array("hello ".utf8) && trailing.unfinished == nil)
+    }
+
     /// The exact text of a truncation, naming the coding.
     @Test func truncationSaysWhichStream() throws {
         let raw = Self.raw("gzip")

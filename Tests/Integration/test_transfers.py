@@ -170,6 +170,29 @@ class Download(TransferCase):
         self.assertTrue(os.path.exists(self.target("slow.bin.part")))
         self.assertFalse(os.path.exists(self.target("slow.bin")))
 
+    def test_a_download_whose_files_overlap_another_running_one_is_busy(self):
+        # A download of NAME writes NAME.part and NAME.part.meta: a download of
+        # NAME.part renamed its own part over the first's, whose rename then put the
+        # second's bytes at NAME and reported DONE 200 (the files tester's F1). Any file
+        # in common, either way round, is busy.
+        first = self.name()
+        self.c.call("download", {"request": first, "path": "overlap.bin",
+                                 "url": self.upstream.url("/ranged/%d?chunk=1000&delay=50" % N)})
+        for other in ("overlap.bin.part", "overlap.bin.part.meta"):
+            with self.assertRaises(RPCError) as e:
+                self.c.call("download", {"request": self.name(), "path": other, "url": self.upstream.url("/ranged/10")})
+            self.assertEqual(e.exception.reason, "busy", other)
+        self.c.call("release", {"request": first})
+        self.c._discard_notifications(first)
+        second = self.name()
+        self.c.call("download", {"request": second, "path": "under.bin.part",
+                                 "url": self.upstream.url("/ranged/%d?chunk=1000&delay=50" % N)})
+        with self.assertRaises(RPCError) as e:
+            self.c.call("download", {"request": self.name(), "path": "under.bin", "url": self.upstream.url("/ranged/10")})
+        self.assertEqual(e.exception.reason, "busy")
+        self.c.call("release", {"request": second})
+        self.c._discard_notifications(second)
+
     def test_a_path_being_downloaded_is_busy(self):
         first = self.name()
         self.c.call("download", {"request": first, "path": "twice.bin",

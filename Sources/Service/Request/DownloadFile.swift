@@ -27,8 +27,9 @@ import JSONRPC
 final class DownloadFile {
     /// The path as the client gave it, checked (components joined by `/`).
     let path: String
-    /// `path` within its principal's root (`FileRoot.key`): what `pathsInUse` holds.
-    private let key: String
+    /// The files this download writes within its principal's root (`FileRoot.key` of
+    /// `NAME`, `NAME.part`, `NAME.part.meta`): what `pathsInUse` holds for it.
+    private let keys: [String]
     private let name: String
     private let root: FileRoot
     private var dirFD: Int32
@@ -43,8 +44,10 @@ final class DownloadFile {
     /// The whole file's length when the response says it (Content-Length of a 200,
     /// Content-Range's total of a 206).
     private var expectedTotal: Int64?
-    /// The files (`FileRoot.key`) of the downloads whose part files are open: a second
-    /// download of the same path would truncate or interleave the first's part. Touched
+    /// The files (`FileRoot.key`) that the downloads whose part files are open write: a
+    /// second download of the same path would truncate or interleave the first's part,
+    /// and one of `NAME.part` would rename its own part over the first's (whose rename
+    /// would then put the wrong bytes at `NAME`), so any file in common is busy. Touched
     /// only on the loop's thread (`open`, `close`), like every session object.
     nonisolated(unsafe) private static var pathsInUse: Set<String> = []
     private var holdsPath = false
@@ -61,10 +64,10 @@ final class DownloadFile {
         case fail(String)
     }
 
-    private init(path: String, key: String, name: String, root: FileRoot, dirFD: Int32, partFD: Int32, keptBytes: Int64,
+    private init(path: String, keys: [String], name: String, root: FileRoot, dirFD: Int32, partFD: Int32, keptBytes: Int64,
                  validator: (etag: String?, lastModified: String?)) {
         self.path = path
-        self.key = key
+        self.keys = keys
         self.name = name
         self.root = root
         self.dirFD = dirFD
@@ -85,11 +88,11 @@ final class DownloadFile {
     /// `path_not_allowed` and nothing is opened; other failures are `file_error`.
     static func open(_ path: String, root: FileRoot, resume: Bool) throws(RPCError) -> DownloadFile {
         let components = try ConfinedPath.components(path, in: root)
-        let key = root.key(components)
-        let shown = components.joined(separator: "/")
-        guard !pathsInUse.contains(key) else { throw ServiceError.downloadInProgress(shown) }
-        let dir = try ConfinedPath.openParent(components, path: path, in: root, creating: true)
         let name = components[components.count - 1]
+        let keys = [name, name + ".part", name + ".part.meta"].map { root.key(Array(components.dropLast()) + [$0]) }
+        let shown = components.joined(separator: "/")
+        guard pathsInUse.isDisjoint(with: keys) else { throw ServiceError.downloadInProgress(shown) }
+        let dir = try ConfinedPath.openParent(components, path: path, in: root, creating: true)
         do throws(RPCError) {
             for leaf in [name, name + ".part", name + ".part.meta"] {
                 _ = try ConfinedPath.checkEntry(leaf, in: dir, path: path, root: root)
@@ -107,9 +110,9 @@ final class DownloadFile {
                 _ = ftruncate(part, 0)
                 _ = unlinkat(dir, name + ".part.meta", 0)
             }
-            let file = DownloadFile(path: shown, key: key, name: name, root: root, dirFD: dir, partFD: part, keptBytes: kept,
+            let file = DownloadFile(path: shown, keys: keys, name: name, root: root, dirFD: dir, partFD: part, keptBytes: kept,
                                     validator: validator)
-            pathsInUse.insert(key)
+            pathsInUse.formUnion(keys)
             file.holdsPath = true
             return file
         } catch {
@@ -253,7 +256,7 @@ final class DownloadFile {
     /// Closes both descriptors; the files stay as they are.
     func close() {
         if holdsPath {
-            Self.pathsInUse.remove(key)
+            Self.pathsInUse.subtract(keys)
             holdsPath = false
         }
         if partFD >= 0 { Foundation.close(partFD) }
