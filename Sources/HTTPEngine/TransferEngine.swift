@@ -433,6 +433,8 @@ public final class TransferEngine {
             failure = TransferFailure(CURLE_WEIRD_SERVER_REPLY, TransferFailure.invalidFramingPrefix + why)
         } else if let why = t.decodingFailure {
             failure = TransferFailure(CURLE_BAD_CONTENT_ENCODING, why)
+        } else if result == CURLE_ABORTED_BY_CALLBACK, let why = t.upload?.failure {
+            failure = TransferFailure(CURLE_READ_ERROR, why)
         } else if result == CURLE_OUT_OF_MEMORY, !t.headDelivered {
             // libcurl 7.88 holds a header line in a buffer capped at CURL_MAX_HTTP_HEADER
             // and says only "Out of memory" when a line passes it.

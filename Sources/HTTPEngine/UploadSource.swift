@@ -82,6 +82,10 @@ final class UploadSource {
         return Int64(st.st_size)
     }
 
+    /// Why `read` aborted the transfer, when it was not a read error of the system's
+    /// (`TransferEngine.complete` reports it instead of libcurl's "aborted by callback").
+    private(set) var failure: String?
+
     /// Copies up to `capacity` bytes from the current offset; 0 at the end; on a read
     /// error `CURL_READFUNC_ABORT`, which fails the transfer with `CURLE_ABORTED_BY_CALLBACK`.
     func read(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Int {
@@ -96,11 +100,20 @@ final class UploadSource {
             offset += Int64(n)
             return n
         case .file(let file):
+            // Never past the size announced in Content-Length, and never short of it: a
+            // 0 before it means the file shrank, and libcurl would take it for the end of
+            // a body the server still waits for (the request stayed in SENT for ever).
+            let wanted = Int(min(Int64(capacity), size - offset))
+            guard wanted > 0 else { return 0 }
             while true {
-                let n = pread(file.descriptor, buffer, capacity, off_t(offset))
-                if n >= 0 {
+                let n = pread(file.descriptor, buffer, wanted, off_t(offset))
+                if n > 0 {
                     offset += Int64(n)
                     return n
+                }
+                if n == 0 {
+                    failure = "Upload file \(file.name) shrank while it was sent: \(offset) of the \(size) bytes announced were read"
+                    return Curl.readAbort
                 }
                 if errno != EINTR { return Curl.readAbort }
             }
@@ -127,7 +140,11 @@ final class UploadSource {
                     }
                     // 0 before the size taken at the start: the file shrank, and what
                     // follows would land at the wrong place of a body already announced.
-                    if got == 0 || errno != EINTR { return Curl.readAbort }
+                    if got == 0 {
+                        failure = "Upload file \(file.name) shrank while it was sent: \(within) of its \(piece.size) bytes were read"
+                        return Curl.readAbort
+                    }
+                    if errno != EINTR { return Curl.readAbort }
                 }
             }
         }

@@ -488,6 +488,64 @@ class CancelAndResume(TransferCase):
 class Upload(TransferCase):
     SIZE = 200_003
 
+    def test_a_file_that_shrinks_while_it_is_sent_fails_the_request(self):
+        # libcurl took pread's 0 for the end of a body whose Content-Length the origin
+        # still waited for: upload {path} and sendWithFile stayed in SENT for ever,
+        # each holding a transfer slot (the files tester's F2). The origin here reads
+        # the head and 64 KiB, waits while the test cuts the file, then reads the rest.
+        import threading
+        for method in ("upload", "sendWithFile"):
+            with self.subTest(method=method):
+                name = "shrinks-%s.bin" % method
+                path = os.path.join(self.roots.up, name)
+                with open(path, "wb") as f:
+                    f.write(b"A" * 8_000_000)
+                listener = socket.socket()
+                listener.bind(("127.0.0.1", 0))
+                listener.listen(1)
+                listener.settimeout(30)
+                self.addCleanup(listener.close)
+                took_some, cut = threading.Event(), threading.Event()
+
+                def origin():
+                    conn, _ = listener.accept()
+                    with conn:
+                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+                        conn.settimeout(30)
+                        got = 0
+                        while got < 65536:
+                            data = conn.recv(65536)
+                            if not data:
+                                return
+                            got += len(data)
+                        took_some.set()
+                        cut.wait(30)
+                        while conn.recv(1 << 20):
+                            pass
+
+                t = threading.Thread(target=origin, daemon=True)
+                t.start()
+                url = "http://127.0.0.1:%d/put" % listener.getsockname()[1]
+                r = self.name()
+                if method == "upload":
+                    self.c.call("upload", {"request": r, "url": url, "path": name, "method": "PUT"})
+                else:
+                    self.c.batch([("create", {"request": r}), ("open", {"request": r, "method": "PUT", "url": url}),
+                                  ("sendWithFile", {"request": r, "path": name})])
+                self.assertTrue(took_some.wait(30), "the origin got no body")
+                os.truncate(path, 100_000)
+                cut.set()
+                done = self.c.wait_notification(
+                    lambda m: m.get("method") == "onStateChange" and m["params"].get("request") == r
+                    and m["params"].get("state") == 5, 30)
+                status = self.c.call("getStatus", {"request": r})
+                text = self.c.call("getStatusText", {"request": r})
+                self.assertEqual(status, 0, done)
+                self.assertIn("shrank while it was sent", text)
+                self.c.call("release", {"request": r})
+                self.c._discard_notifications(r)
+                t.join(30)
+
     def echo_of(self, params):
         name = params["request"]
         started, sub = self.c.batch([("upload", params), ("subscribe", {"request": name, "events": ["progress"]})])
