@@ -304,7 +304,10 @@ extension ContentDecoder {
                 if betweenMembers {
                     // A gzip member ended with the last input: these bytes say whether
                     // another follows.
-                    guard !input.isEmpty else { return (0, 0, .more) }
+                    guard !input.isEmpty else {
+                        outputFull = false
+                        return (0, 0, .more)
+                    }
                     betweenMembers = false
                     guard startsAnotherMember(input[...]) else {
                         ended = true
@@ -329,8 +332,9 @@ extension ContentDecoder {
                     // one starts afresh; the body is whole again only at its end.
                     let rest = input[result.used...]
                     if rest.isEmpty {
+                        // The member's end flushed all its output: nothing is held back.
                         betweenMembers = true
-                        outputFull = result.produced == output.count
+                        outputFull = false
                         return (result.used, result.produced, .more)
                     }
                     if startsAnotherMember(rest) {

@@ -107,6 +107,34 @@ import Testing
         #expect(trailing.out == Array("hello ".utf8) && trailing.unfinished == nil)
     }
 
+    /// A gzip body whose decoded length is a whole number of output buffers: its
+    /// member ends with the buffer full and nothing after it. The decoder spun for ever
+    /// there once (the soak found it: `/gzip/65536` hung the daemon's loop).
+    @Test func gzipEndingOnAFullOutputBufferEnds() throws {
+        let plain = [UInt8](repeating: UInt8(ascii: "x"), count: 4 * ContentDecoder.Stage.bufferSize)
+        let raw = try #require(try Self.gzip(plain))
+        for cuts in [[], [raw.count - 1], Array(1..<raw.count).filter { $0 % 7 == 0 }] {
+            let r = try Self.run("gzip", raw, cuts: cuts)
+            #expect(r.outcome == .taken && r.out == plain && r.unfinished == nil)
+        }
+    }
+
+    /// `bytes` gzip-compressed by the system's gzip(1).
+    static func gzip(_ bytes: [UInt8]) throws -> [UInt8]? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        p.arguments = ["-c", "-n"]
+        let input = Pipe(), output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        try p.run()
+        input.fileHandleForWriting.write(Data(bytes))
+        try input.fileHandleForWriting.close()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return p.terminationStatus == 0 ? [UInt8](out) : nil
+    }
+
     /// The exact text of a truncation, naming the coding.
     @Test func truncationSaysWhichStream() throws {
         let raw = Self.raw("gzip")

@@ -50,7 +50,7 @@ import time
 import zlib
 import unittest
 
-from support import SERVER_INFO, ServerTestCase, req, result
+from support import SERVER_INFO, ServerTestCase, pattern, req, result
 from recording_origin import RecordingOrigin  # Tests/Fixtures, on sys.path through support
 from xhrpc import Client
 
@@ -692,6 +692,25 @@ class InvalidResponseFraming(WireCase):
 
 # --------------------------------------------------------------------------
 # e) User-Agent.
+
+class CodedBodiesOfWholeBuffers(ServerTestCase):
+    """Coded bodies whose decoded length is a whole number of the decoder's 16 KiB
+    output buffers, and one byte short: each ends, byte-exact. A gzip member ending on a
+    full buffer once spun the daemon's loop for ever (the 30-minute soak found it with
+    /gzip/65536), so no later call of any client was answered."""
+
+    UPSTREAM = True
+
+    def test_every_coding_at_buffer_boundaries(self):
+        c = self.connect()
+        for coding in ("gzip", "deflate", "br"):
+            for n in (16384, 65535, 65536, 3 * 16384 + 1):
+                with self.subTest(coding=coding, n=n):
+                    r = c.fetch(self.upstream.url("/%s/%d?seed=5" % (coding, n)), response_type="base64", timeout=20)
+                    body = base64.b64decode(r["body"])
+                    self.assertEqual((r["status"], len(body)), (200, n))
+                    self.assertEqual(body, pattern.pattern_bytes(n, 5))
+
 
 class TruncatedCodedBodies(WireCase):
     """A coded body whose framing is whole but whose stream is cut short (a
