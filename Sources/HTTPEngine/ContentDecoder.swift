@@ -313,8 +313,7 @@ extension ContentDecoder {
                         ended = true
                         return (input.count, 0, .end)
                     }
-                    inflateReset(z)
-                    complete = false
+                    startNextMember(z)
                 }
                 result = Self.inflateStep(z, input, output)
             case .brotli(let b):
@@ -338,8 +337,7 @@ extension ContentDecoder {
                         return (result.used, result.produced, .more)
                     }
                     if startsAnotherMember(rest) {
-                        inflateReset(z)
-                        complete = false
+                        startNextMember(z)
                         outputFull = result.produced == output.count
                         return (result.used, result.produced, .more)
                     }
@@ -348,6 +346,13 @@ extension ContentDecoder {
             }
             outputFull = !ended && result.produced == output.count
             return result
+        }
+
+        /// A fresh inflate state for the next gzip member; the body is whole again only
+        /// at that member's end.
+        private func startNextMember(_ z: UnsafeMutablePointer<z_stream>) {
+            inflateReset(z)
+            complete = false
         }
 
         /// Whether the bytes after a gzip member begin another (its magic, 1f 8b, or the

@@ -89,12 +89,13 @@ final class DownloadFile {
     static func open(_ path: String, root: FileRoot, resume: Bool) throws(RPCError) -> DownloadFile {
         let components = try ConfinedPath.components(path, in: root)
         let name = components[components.count - 1]
-        let keys = [name, name + ".part", name + ".part.meta"].map { root.key(Array(components.dropLast()) + [$0]) }
+        let leaves = [name, name + ".part", name + ".part.meta"]
+        let keys = leaves.map { root.key(Array(components.dropLast()) + [$0]) }
         let shown = components.joined(separator: "/")
         guard pathsInUse.isDisjoint(with: keys) else { throw ServiceError.downloadInProgress(shown) }
         let dir = try ConfinedPath.openParent(components, path: path, in: root, creating: true)
         do throws(RPCError) {
-            for leaf in [name, name + ".part", name + ".part.meta"] {
+            for leaf in leaves {
                 _ = try ConfinedPath.checkEntry(leaf, in: dir, path: path, root: root)
             }
             let part = try ConfinedPath.openRegular(name + ".part", in: dir, flags: O_WRONLY | O_CREAT, path: path, root: root)
